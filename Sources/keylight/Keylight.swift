@@ -1,0 +1,11 @@
+import ArgumentParser
+
+/// The `keylight` command: server, admin, offline tools and an SDK client.
+@main
+struct Keylight: AsyncParsableCommand {
+    static let configuration = CommandConfiguration(
+        commandName: "keylight",
+        abstract: "Self-hosted licensing for Swift apps.",
+        subcommands: [KeysCommand.self, LeaseCommand.self, LicenseKeyCommand.self]
+    )
+}

@@ -1,0 +1,59 @@
+import Foundation
+@testable import KeylightCore
+import Testing
+
+@Suite struct EncodingTests {
+    @Test func base64AcceptsBothAlphabetsPaddedOrNot() {
+        let bytes: [UInt8] = [0xFB, 0xFF, 0xBF, 0x00, 0x01]
+        #expect(Base64.encode(bytes) == "+/+/AAE=")
+        #expect(Base64.encodeURLSafe(bytes) == "-_-_AAE")
+        for text in ["+/+/AAE=", "+/+/AAE", "-_-_AAE=", "-_-_AAE"] {
+            #expect(Base64.decode(text).map(Array.init) == bytes, "\(text)")
+        }
+    }
+
+    @Test(arguments: ["A", "AAAAA", "AA AA", "AA\nAA", "AA*A", "===="])
+    func base64RefusesGarbage(text: String) {
+        #expect(Base64.decode(text) == nil)
+    }
+
+    @Test func hexRoundTrips() {
+        let bytes: [UInt8] = [0x00, 0x7F, 0x80, 0xFF, 0x1A]
+        #expect(Hex.encode(bytes) == "007f80ff1a")
+        #expect(Hex.decode("007F80ff1A") == bytes)
+        #expect(Hex.decode("abc") == nil)
+        #expect(Hex.decode("zz") == nil)
+        #expect(Hex.isLowerHex("00ff", count: 4))
+        #expect(!Hex.isLowerHex("00FF", count: 4))
+        #expect(!Hex.isLowerHex("00ff", count: 5))
+    }
+
+    @Test func constantTimeEquality() {
+        #expect(ConstantTime.equals([1, 2, 3] as [UInt8], [1, 2, 3] as [UInt8]))
+        #expect(!ConstantTime.equals([1, 2, 3] as [UInt8], [1, 2, 4] as [UInt8]))
+        #expect(!ConstantTime.equals([0, 2, 3] as [UInt8], [1, 2, 3] as [UInt8]))
+        #expect(!ConstantTime.equals([1, 2] as [UInt8], [1, 2, 3] as [UInt8]))
+        #expect(ConstantTime.equals([] as [UInt8], [] as [UInt8]))
+        #expect(ConstantTime.equals("secret", "secret"))
+        #expect(!ConstantTime.equals("secret", "secreT"))
+        // Every differing bit position is seen, not just the first byte.
+        for bit in 0..<8 {
+            let a = [UInt8](repeating: 0, count: 32)
+            var b = a
+            b[31] = 1 << bit
+            #expect(!ConstantTime.equals(a, b))
+        }
+    }
+}
+
+@Suite struct Base64PaddingTests {
+    @Test(arguments: ["QQ==", "QQ", "QUI=", "QUI", "QUJD"])
+    func correctPaddingOrNoneDecodes(text: String) {
+        #expect(Base64.decode(text) != nil)
+    }
+
+    @Test(arguments: ["QQ=", "QUI==", "QUJD=", "Q===", "QQ==="])
+    func wrongPaddingIsRefused(text: String) {
+        #expect(Base64.decode(text) == nil)
+    }
+}

@@ -1,0 +1,95 @@
+import Foundation
+@testable import KeylightCore
+import Testing
+
+@Suite struct LicenseKeyTests {
+    static let crockford = Set("0123456789ABCDEFGHJKMNPQRSTVWXYZ")
+
+    @Test func generatedKeysHaveTheDocumentedShape() throws {
+        for _ in 0..<500 {
+            let key = try LicenseKey.generate(prefix: "ACME")
+            let groups = key.text.split(separator: "-", omittingEmptySubsequences: false)
+            #expect(groups.count == 5)
+            #expect(groups[0] == "ACME")
+            for group in groups.dropFirst() {
+                #expect(group.count == 4)
+                #expect(group.allSatisfy { Self.crockford.contains($0) })
+            }
+            #expect(LicenseKey.isValid(key.text))
+        }
+    }
+
+    @Test func encodingCarriesEightyBitsBigEndian() throws {
+        var zeros = ScriptedGenerator(bytes: [0x00])
+        #expect(try LicenseKey.generate(prefix: "ACME", using: &zeros).text == "ACME-0000-0000-0000-0000")
+        var ones = ScriptedGenerator(bytes: [0xFF])
+        #expect(try LicenseKey.generate(prefix: "ACME", using: &ones).text == "ACME-ZZZZ-ZZZZ-ZZZZ-ZZZZ")
+        // 0x08 = 00001 000|00...: first character 1, then zeros; the last byte 0x01 ends in "...01".
+        var pattern = ScriptedGenerator(bytes: [0x08, 0, 0, 0, 0, 0, 0, 0, 0, 0x01, 0, 0, 0, 0, 0, 0])
+        #expect(try LicenseKey.generate(prefix: "ACME", using: &pattern).text == "ACME-1000-0000-0000-0001")
+    }
+
+    @Test func everyAlphabetCharacterAppearsAndKeysDoNotRepeat() throws {
+        var generator = SeededGenerator(seed: 42)
+        var seen = Set<Character>()
+        var keys = Set<String>()
+        for _ in 0..<2_000 {
+            let key = try LicenseKey.generate(prefix: "AB12", using: &generator)
+            keys.insert(key.text)
+            seen.formUnion(key.text.dropFirst(5).filter { $0 != "-" })
+        }
+        #expect(seen == Self.crockford)
+        #expect(keys.count == 2_000)
+    }
+
+    @Test func seededGenerationIsDeterministic() throws {
+        var first = SeededGenerator(seed: 7)
+        var second = SeededGenerator(seed: 7)
+        #expect(try LicenseKey.generate(prefix: "ACME", using: &first) == LicenseKey.generate(prefix: "ACME", using: &second))
+    }
+
+    @Test(arguments: ["acme", "ACM", "ACMEE", "AC-E", "ÄCME", ""])
+    func badPrefixesAreRefused(prefix: String) {
+        #expect(throws: LicenseKeyError.invalidPrefix) { try LicenseKey.generate(prefix: prefix) }
+    }
+
+    @Test func normalisationTrimsAndUppercases() throws {
+        let key = try LicenseKey("  acme-ab12-cd34-ef56-gh78 \n")
+        #expect(key.text == "ACME-AB12-CD34-EF56-GH78")
+        #expect(LicenseKey.normalize("\tacme-x ") == "ACME-X")
+    }
+
+    @Test(arguments: [
+        "ACME-AB12-CD34-EF56",  // too short
+        "ACME-AB12-CD34-EF56-GH789",  // too long
+        "ACME-AB12-CD34-EF56-GHI8",  // I is not Crockford
+        "ACME-AB12-CD34-EF56-GHL8",  // L
+        "ACME-AB12-CD34-EF56-GHO8",  // O
+        "ACME-AB12-CD34-EF56-GHU8",  // U
+        "ACME_AB12-CD34-EF56-GH78",  // wrong separator
+        "AC-E-AB12-CD34-EF56-GH78",  // bad prefix
+        "ACMEAB12-CD34-EF56-GH78-",  // dash misplaced
+        "ACME-AB12-CD34-EF56-GH7\u{0}",
+        "ACME-AB12-CD34-EF56-GH7Ø",
+        "",
+    ])
+    func malformedKeysAreRefused(text: String) {
+        #expect(throws: LicenseKeyError.invalidFormat) { try LicenseKey(text) }
+        #expect(!LicenseKey.isValid(text))
+    }
+
+    @Test func keyHashIsHexSha256OfTheNormalisedKey() throws {
+        let key = try LicenseKey(" acme-ab12-cd34-ef56-gh78")
+        // python3 -c 'import hashlib;print(hashlib.sha256(b"ACME-AB12-CD34-EF56-GH78").hexdigest())'
+        #expect(key.keyHash == "80fe6596d23513de075112124e0e84824ee87d6dd817a2cc2f59fd124b1356fa")
+        #expect(key.keyHash == LicenseKey.hash(normalizing: "acme-ab12-cd34-ef56-gh78  "))
+        #expect(Hex.isLowerHex(key.keyHash, count: 64))
+    }
+
+    @Test func maskingKeepsPrefixAndLastGroup() throws {
+        let key = try LicenseKey("ACME-AB12-CD34-EF56-7B2D")
+        #expect(key.masked == "ACME-····-····-····-7B2D")
+        #expect("\(key)" == key.masked)
+        #expect(!"\(key)".contains("AB12"))
+    }
+}
