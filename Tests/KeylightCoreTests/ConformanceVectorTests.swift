@@ -29,7 +29,8 @@ struct ConformanceVectorTests {
         #expect(file.skewSeconds == Lease.expirySkew)
     }
 
-    @Test(arguments: try load().vectors.map(\.name))
+    // Without the file the suite is disabled; the names must still evaluate without throwing.
+    @Test(arguments: (try? load().vectors.map(\.name)) ?? [])
     func vector(named name: String) throws {
         let vector = try #require(try Self.load().vectors.first { $0.name == name })
         let keysJSON = try JSONEncoder().encode(vector.trustedKeys)

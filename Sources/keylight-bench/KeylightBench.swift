@@ -1,0 +1,13 @@
+import ArgumentParser
+
+/// `keylight-bench`: prints one JSON line per benchmark. Build it in release mode:
+/// `swift run -c release keylight-bench`.
+@main
+struct KeylightBench: ParsableCommand {
+    static let configuration = CommandConfiguration(
+        commandName: "keylight-bench",
+        abstract: "Keylight benchmarks (JSON lines on stdout).",
+        subcommands: [CoreBenchmarks.self],
+        defaultSubcommand: CoreBenchmarks.self
+    )
+}
