@@ -6,6 +6,7 @@ let package = Package(
     platforms: [.macOS(.v14), .iOS(.v17), .tvOS(.v17), .watchOS(.v10), .visionOS(.v1)],
     products: [
         .library(name: "KeylightCore", targets: ["KeylightCore"]),
+        .library(name: "KeylightServer", targets: ["KeylightServer"]),
         .executable(name: "keylight", targets: ["keylight"]),
         .executable(name: "keylight-bench", targets: ["keylight-bench"]),
     ],
@@ -14,16 +15,44 @@ let package = Package(
         // that pin either major line embed KeylightCore.
         .package(url: "https://github.com/apple/swift-crypto.git", "3.12.3"..<"5.0.0"),
         .package(url: "https://github.com/apple/swift-argument-parser.git", from: "1.8.2"),
+        // Server only: apps that embed KeylightCore never see these.
+        .package(url: "https://github.com/hummingbird-project/hummingbird.git", from: "2.28.1"),
+        .package(url: "https://github.com/apple/swift-http-types.git", from: "1.8.0"),
+        .package(url: "https://github.com/apple/swift-nio.git", from: "2.101.2"),
+        .package(url: "https://github.com/apple/swift-log.git", from: "1.16.2"),
+        .package(url: "https://github.com/swift-server/swift-prometheus.git", from: "2.4.1"),
+        .package(url: "https://github.com/swift-server/swift-service-lifecycle.git", from: "2.13.0"),
+        .package(url: "https://github.com/vapor/sql-kit.git", from: "3.36.0"),
+        .package(url: "https://github.com/vapor/sqlite-kit.git", from: "4.5.2"),
     ],
     targets: [
         .target(
             name: "KeylightCore",
             dependencies: [.product(name: "Crypto", package: "swift-crypto")]
         ),
+        .target(
+            name: "KeylightServer",
+            dependencies: [
+                "KeylightCore",
+                .product(name: "Crypto", package: "swift-crypto"),
+                .product(name: "Hummingbird", package: "hummingbird"),
+                .product(name: "HTTPTypes", package: "swift-http-types"),
+                .product(name: "NIOCore", package: "swift-nio"),
+                .product(name: "NIOPosix", package: "swift-nio"),
+                .product(name: "Logging", package: "swift-log"),
+                .product(name: "Prometheus", package: "swift-prometheus"),
+                .product(name: "ServiceLifecycle", package: "swift-service-lifecycle"),
+                .product(name: "UnixSignals", package: "swift-service-lifecycle"),
+                .product(name: "SQLKit", package: "sql-kit"),
+                .product(name: "SQLiteKit", package: "sqlite-kit"),
+            ]
+        ),
         .executableTarget(
             name: "keylight",
             dependencies: [
                 "KeylightCore",
+                "KeylightServer",
+                .product(name: "Logging", package: "swift-log"),
                 .product(name: "ArgumentParser", package: "swift-argument-parser"),
             ]
         ),
@@ -38,6 +67,15 @@ let package = Package(
         .testTarget(
             name: "KeylightCoreTests",
             dependencies: ["KeylightCore", .product(name: "Crypto", package: "swift-crypto")]
+        ),
+        .testTarget(
+            name: "KeylightServerTests",
+            dependencies: [
+                "KeylightServer",
+                "KeylightCore",
+                .product(name: "HummingbirdTesting", package: "hummingbird"),
+                .product(name: "SQLKit", package: "sql-kit"),
+            ]
         ),
         .testTarget(
             // Depends on the executable so `swift test` builds the binary the tests run as a subprocess.

@@ -20,6 +20,18 @@ func reportingInputFailures<T>(_ body: () throws -> T) throws -> T {
     }
 }
 
+/// The async form of ``reportingInputFailures(_:)``.
+func reportingInputFailuresAsync<T>(_ body: () async throws -> T) async throws -> T {
+    do {
+        return try await body()
+    } catch let exit as ExitCode {
+        throw exit
+    } catch {
+        Standard.error("keylight: error: \(error)")
+        throw ExitCode(2)
+    }
+}
+
 /// Reads a file, or standard input for `-`.
 func readInput(_ path: String) throws -> Data {
     if path == "-" { return FileHandle.standardInput.readDataToEndOfFile() }
@@ -30,6 +42,11 @@ func readInput(_ path: String) throws -> Data {
 enum Standard {
     static func error(_ line: String) {
         FileHandle.standardError.write(Data((line + "\n").utf8))
+    }
+
+    /// A line on stdout, flushed at once (stdout may be a pipe read by another process).
+    static func line(_ text: String) {
+        FileHandle.standardOutput.write(Data((text + "\n").utf8))
     }
 
     static func output(_ data: Data) {

@@ -1,0 +1,82 @@
+import KeylightCore
+
+struct CreateTenantRequest: Decodable {
+    var id: String?
+    var name: String?
+}
+
+struct CreateProductRequest: Decodable {
+    var id: String?
+    var name: String?
+    var key_prefix: String?
+    var trial_duration_days: Int?
+    var free_tier_enabled: Bool?
+}
+
+struct UpdateProductRequest: Decodable {
+    var name: String?
+    var trial_duration_days: Int?
+    var free_tier_enabled: Bool?
+}
+
+struct CreateKeyTypeRequest: Decodable {
+    var id: String?
+    var display_name: String?
+    var activation_limit: Int?
+    var duration_days: Int?
+    var fallback_access: Bool?
+    var lease_ttl_seconds: Int64?
+    var entitlements: [String]?
+}
+
+struct CreateLicenseRequest: Decodable {
+    var key_type_id: String?
+    var customer_email: String?
+    var expires_at: Int64?
+}
+
+struct StripeSettingsRequest: Decodable {
+    var webhook_secret: String?
+    var secret_key: String?
+}
+
+extension Field {
+    /// Tenant, product and key-type ids: `[a-z0-9][a-z0-9_-]{0,62}`.
+    static func pathId(_ value: String?, _ name: String) throws(APIError) -> String {
+        let text = try required(value, name, max: 63)
+        guard TenantPath.isValidId(text) else { throw .invalidRequest("Field \(name) must match [a-z0-9][a-z0-9_-]{0,62}.") }
+        return text
+    }
+
+    static func email(_ value: String?) throws(APIError) -> String? {
+        guard let text = try optional(value, "customer_email", max: 254) else { return nil }
+        let parts = text.split(separator: "@", omittingEmptySubsequences: false)
+        guard parts.count == 2, !parts[0].isEmpty, parts[1].contains("."), !text.contains(where: \.isWhitespace) else {
+            throw .invalidRequest("Field customer_email is not an email address.")
+        }
+        return text.lowercased()
+    }
+
+    /// Entitlement codes travel inside signed lease payloads: 1-64 of `a-z 0-9 _ - . :`, so
+    /// never the `,` and `|` separators.
+    static func entitlements(_ values: [String]?) throws(APIError) -> [String] {
+        guard let values else { throw .invalidRequest("Missing field entitlements.") }
+        guard values.count <= 64 else { throw .invalidRequest("At most 64 entitlements.") }
+        for code in values {
+            let bytes = Array(code.utf8)
+            guard (1...64).contains(bytes.count), bytes.allSatisfy({ byte in
+                (UInt8(ascii: "a")...UInt8(ascii: "z")).contains(byte) || (UInt8(ascii: "0")...UInt8(ascii: "9")).contains(byte)
+                    || [UInt8(ascii: "_"), UInt8(ascii: "-"), UInt8(ascii: "."), UInt8(ascii: ":")].contains(byte)
+            }) else {
+                throw .invalidRequest("Entitlement codes must be 1-64 characters of a-z 0-9 _ - . :")
+            }
+        }
+        return Array(Set(values)).sorted()
+    }
+
+    static func integer<T: BinaryInteger>(_ value: T?, _ name: String, in range: ClosedRange<T>) throws(APIError) -> T {
+        guard let value else { throw .invalidRequest("Missing field \(name).") }
+        guard range.contains(value) else { throw .invalidRequest("Field \(name) must be between \(range.lowerBound) and \(range.upperBound).") }
+        return value
+    }
+}

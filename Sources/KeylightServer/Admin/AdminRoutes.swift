@@ -1,0 +1,148 @@
+import Crypto
+import Foundation
+import Hummingbird
+import HTTPTypes
+import KeylightCore
+import NIOCore
+
+/// Checks `Authorization: Bearer <token>` against the admin token's SHA-256, in constant time.
+struct AdminAuthMiddleware: RouterMiddleware {
+    typealias Context = KeylightRequestContext
+    let tokenHash: [UInt8]
+
+    func handle(_ request: Request, context: Context, next: (Request, Context) async throws -> Response) async throws -> Response {
+        guard let header = request.headers[.authorization], header.utf8.count <= 512,
+              header.lowercased().hasPrefix("bearer ") else { throw APIError.unauthorized }
+        let token = header.dropFirst("bearer ".count).trimmingCharacters(in: .whitespaces)
+        guard ConstantTime.equals(Array(SHA256.hash(data: Data(token.utf8))), tokenHash) else { throw APIError.unauthorized }
+        return try await next(request, context)
+    }
+}
+
+/// `/admin/v1/…` (protocol section 4), plus listing additions documented in the README.
+struct AdminRoutes {
+    let service: AdminService
+    let limits: ServerLimits
+
+    func register(on router: Router<KeylightRequestContext>, tokenHash: [UInt8]) {
+        let admin = router.group("/admin/v1").add(middleware: AdminAuthMiddleware(tokenHash: tokenHash))
+        let actor = Actor.adminToken
+
+        admin.post("/tenants") { request, _ in
+            let tenant = try await service.createTenant(try await decode(CreateTenantRequest.self, request), actor: actor)
+            return try JSONBody.response(TenantBody(id: tenant.id, name: tenant.name), status: .created)
+        }
+        admin.get("/tenants") { _, _ in
+            try JSONBody.response(["tenants": try await service.database.tenants().map { TenantBody(id: $0.id, name: $0.name) }])
+        }
+        admin.post("/tenants/:tenant/products") { request, context in
+            let (product, sdkKey) = try await service.createProduct(tenantId: try context.parameters.require("tenant"), try await decode(CreateProductRequest.self, request), actor: actor)
+            return try JSONBody.response(ProductBody(product, sdkKey: sdkKey), status: .created)
+        }
+        admin.get("/tenants/:tenant/products") { _, context in
+            let tenant = try await service.requireTenant(try context.parameters.require("tenant"))
+            return try JSONBody.response(["products": try await service.database.products(tenantId: tenant.id).map { ProductBody($0) }])
+        }
+        admin.patch("/tenants/:tenant/products/:product") { request, context in
+            let product = try await service.updateProduct(
+                tenantId: try context.parameters.require("tenant"), productId: try context.parameters.require("product"),
+                try await decode(UpdateProductRequest.self, request), actor: actor
+            )
+            return try JSONBody.response(ProductBody(product))
+        }
+        admin.post("/tenants/:tenant/products/:product/key-types") { request, context in
+            let keyType = try await service.createKeyType(
+                tenantId: try context.parameters.require("tenant"), productId: try context.parameters.require("product"),
+                try await decode(CreateKeyTypeRequest.self, request), actor: actor
+            )
+            return try JSONBody.response(KeyTypeBody(keyType), status: .created)
+        }
+        admin.get("/tenants/:tenant/products/:product/key-types") { _, context in
+            let product = try await service.requireProduct(tenantId: try context.parameters.require("tenant"), productId: try context.parameters.require("product"))
+            return try JSONBody.response(["key_types": try await service.database.keyTypes(tenantId: product.tenantId, productId: product.id).map(KeyTypeBody.init)])
+        }
+        admin.post("/tenants/:tenant/products/:product/licenses") { request, context in
+            let (license, key) = try await service.createLicense(
+                tenantId: try context.parameters.require("tenant"), productId: try context.parameters.require("product"),
+                try await decode(CreateLicenseRequest.self, request), actor: actor
+            )
+            return try JSONBody.response(LicenseBody(license: license, now: service.clock.unixSeconds, licenseKey: key.text), status: .created)
+        }
+        admin.get("/tenants/:tenant/products/:product/licenses") { request, context in
+            let query = request.uri.queryParameters
+            let (licenses, next) = try await service.licensePage(
+                tenantId: try context.parameters.require("tenant"), productId: try context.parameters.require("product"),
+                email: query.get("email"), status: query.get("status").flatMap { $0.isEmpty ? nil : $0 },
+                keySuffix: query.get("key_suffix"), limit: query.get("limit"), cursor: query.get("cursor").flatMap { $0.isEmpty ? nil : $0 }
+            )
+            let now = service.clock.unixSeconds
+            return try JSONBody.response(LicensePage(licenses: licenses.map { LicenseBody(license: $0, now: now) }, next_cursor: next))
+        }
+        admin.get("/tenants/:tenant/products/:product/licenses/:id") { _, context in
+            let license = try await service.license(tenantId: try context.parameters.require("tenant"), productId: try context.parameters.require("product"), id: try context.parameters.require("id"))
+            let instances = try await service.database.instances(licenseId: license.id)
+            return try JSONBody.response(LicenseBody(license: license, now: service.clock.unixSeconds, instances: instances))
+        }
+        for (action, status) in [("revoke", LicenseStatus.revoked), ("suspend", .suspended), ("reinstate", .active)] {
+            admin.post("/tenants/:tenant/products/:product/licenses/:id/\(action)") { _, context in
+                let license = try await service.setStatus(
+                    tenantId: try context.parameters.require("tenant"), productId: try context.parameters.require("product"),
+                    id: try context.parameters.require("id"), to: status, action: "license.\(action)", actor: actor
+                )
+                return try JSONBody.response(LicenseBody(license: license, now: service.clock.unixSeconds))
+            }
+        }
+        admin.post("/tenants/:tenant/products/:product/licenses/:id/remint") { _, context in
+            let (license, key) = try await service.remint(
+                tenantId: try context.parameters.require("tenant"), productId: try context.parameters.require("product"),
+                id: try context.parameters.require("id"), actor: actor
+            )
+            return try JSONBody.response(LicenseBody(license: license, now: service.clock.unixSeconds, licenseKey: key.text))
+        }
+        admin.post("/tenants/:tenant/products/:product/licenses/:id/instances/:instance/deactivate") { _, context in
+            try await service.deactivateInstance(
+                tenantId: try context.parameters.require("tenant"), productId: try context.parameters.require("product"),
+                licenseId: try context.parameters.require("id"), instanceId: try context.parameters.require("instance"), actor: actor
+            )
+            return try JSONBody.response(["deactivated": true])
+        }
+        admin.put("/tenants/:tenant/stripe") { request, context in
+            try await service.setStripe(tenantId: try context.parameters.require("tenant"), try await decode(StripeSettingsRequest.self, request), actor: actor)
+            return try JSONBody.response(OKBody())
+        }
+        admin.post("/signing-keys/rotate") { _, _ in
+            let key = try await service.rotateSigningKey(actor: actor)
+            return try JSONBody.response(SigningKeyBody(kid: key.kid, public_key: Base64.encode(key.publicKey.rawRepresentation)), status: .created)
+        }
+        admin.post("/signing-keys/:kid/retire") { _, context in
+            let kid = try context.parameters.require("kid")
+            try await service.retireSigningKey(kid: kid, actor: actor)
+            return try JSONBody.response(["kid": kid, "status": "retired"])
+        }
+        admin.get("/signing-keys") { _, _ in
+            let keys = service.keyRing.current.rows.map { SigningKeyBody(kid: $0.kid, public_key: $0.publicKey, status: $0.status.rawValue, created_at: $0.createdAt) }
+            return try JSONBody.response(["keys": keys])
+        }
+        admin.get("/audit-log") { request, _ in
+            let query = request.uri.queryParameters
+            let limit = try query.get("limit").map { text -> Int in
+                guard let value = Int(text), (1...500).contains(value) else { throw APIError.invalidRequest("limit must be 1-500.") }
+                return value
+            } ?? 100
+            let before = try query.get("cursor").flatMap { $0.isEmpty ? nil : $0 }.map { text -> Int64 in
+                guard let value = Int64(text) else { throw APIError.invalidRequest("cursor is not one this server issued.") }
+                return value
+            }
+            let tenant = query.get("tenant").flatMap { $0.isEmpty ? nil : $0 }
+            let entries = try await service.database.auditLog(tenantId: tenant, limit: limit + 1, beforeId: before)
+            let page = Array(entries.prefix(limit))
+            return try JSONBody.response(AuditPage(entries: page, next_cursor: entries.count > limit ? page.last.map { String($0.id) } : nil))
+        }
+    }
+
+    private func decode<T: Decodable>(_ type: T.Type, _ request: Request) async throws -> T {
+        var request = request
+        let body = try await request.collectJSONBody(limit: limits.maxBodyBytes)
+        return try decodeBody(T.self, from: body.readableBytesView)
+    }
+}

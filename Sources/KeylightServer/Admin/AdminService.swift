@@ -1,0 +1,209 @@
+import Crypto
+import Foundation
+import KeylightCore
+
+/// Administration (protocol section 4), shared by the admin API and the dashboard. Every
+/// change is written to the audit log in its own transaction.
+final class AdminService: Sendable {
+    let database: Database
+    let keyRing: KeyRing
+    let sealer: SecretSealer
+    let clock: any WallClock
+    let licensing: LicensingService
+
+    init(database: Database, keyRing: KeyRing, sealer: SecretSealer, clock: any WallClock, licensing: LicensingService) {
+        self.database = database
+        self.keyRing = keyRing
+        self.sealer = sealer
+        self.clock = clock
+        self.licensing = licensing
+    }
+
+    static let defaultLeaseTTL: Int64 = 7 * 86_400
+
+    // MARK: Tenants and products
+
+    func createTenant(_ body: CreateTenantRequest, actor: Actor) async throws -> Tenant {
+        let id = try Field.pathId(body.id, "id")
+        guard !TenantPath.reserved.contains(id) else { throw APIError.invalidRequest("Tenant id \(id) is reserved by the server.") }
+        let name = try Field.required(body.name, "name", max: 200)
+        let tenant = Tenant(id: id, name: name, createdAt: clock.unixSeconds)
+        guard try await database.insertTenant(tenant, actor: actor) else { throw APIError.conflict("Tenant \(id) already exists.") }
+        return tenant
+    }
+
+    func requireTenant(_ id: String) async throws -> Tenant {
+        guard TenantPath.isValidId(id), let tenant = try await database.tenant(id: id) else { throw APIError.notFound("Tenant") }
+        return tenant
+    }
+
+    func requireProduct(tenantId: String, productId: String) async throws -> Product {
+        guard TenantPath.isValidId(tenantId), TenantPath.isValidId(productId),
+              let product = try await database.product(tenantId: tenantId, id: productId) else { throw APIError.notFound("Product") }
+        return product
+    }
+
+    /// Creates a product and its SDK key; the key is returned here only and stored as a hash.
+    func createProduct(tenantId: String, _ body: CreateProductRequest, actor: Actor) async throws -> (Product, sdkKey: String) {
+        _ = try await requireTenant(tenantId)
+        let id = try Field.pathId(body.id, "id")
+        let name = try Field.required(body.name, "name", max: 200)
+        let prefix = try Field.required(body.key_prefix, "key_prefix", max: 4)
+        guard LicenseKey.isValidPrefix(prefix) else { throw APIError.invalidRequest("Field key_prefix must be 4 upper-case letters or digits.") }
+        let trialDays = try Field.integer(body.trial_duration_days ?? 0, "trial_duration_days", in: 0...3650)
+        let sdkKey = Self.newSecret(prefix: "kl_sdk_")
+        let now = clock.unixSeconds
+        let product = Product(
+            tenantId: tenantId, id: id, name: name, keyPrefix: prefix,
+            sdkKeyHash: Hex.encode(SHA256.hash(data: Data(sdkKey.utf8))),
+            trialDurationDays: trialDays, freeTierEnabled: body.free_tier_enabled ?? false, createdAt: now, updatedAt: now
+        )
+        guard try await database.insertProduct(product, actor: actor) else { throw APIError.conflict("Product \(id) already exists.") }
+        return (product, sdkKey)
+    }
+
+    func updateProduct(tenantId: String, productId: String, _ body: UpdateProductRequest, actor: Actor) async throws -> Product {
+        let name = try Field.optional(body.name, "name", max: 200)
+        if let days = body.trial_duration_days { _ = try Field.integer(days, "trial_duration_days", in: 0...3650) }
+        guard let product = try await database.updateProduct(
+            tenantId: tenantId, id: productId, name: name, trialDurationDays: body.trial_duration_days,
+            freeTierEnabled: body.free_tier_enabled, now: clock.unixSeconds, actor: actor
+        ) else { throw APIError.notFound("Product") }
+        licensing.forgetProduct(tenantId: tenantId, productId: productId)
+        return product
+    }
+
+    func createKeyType(tenantId: String, productId: String, _ body: CreateKeyTypeRequest, actor: Actor) async throws -> KeyType {
+        _ = try await requireProduct(tenantId: tenantId, productId: productId)
+        let id = try Field.pathId(body.id, "id")
+        let displayName = try Field.required(body.display_name, "display_name", max: 200)
+        let limit = try Field.integer(body.activation_limit, "activation_limit", in: 1...100_000)
+        if let days = body.duration_days { _ = try Field.integer(days, "duration_days", in: 1...36_500) }
+        guard let fallback = body.fallback_access else { throw APIError.invalidRequest("Missing field fallback_access.") }
+        let ttl = try Field.integer(body.lease_ttl_seconds ?? Self.defaultLeaseTTL, "lease_ttl_seconds", in: 60...(366 * 86_400))
+        let entitlements = try Field.entitlements(body.entitlements)
+        let keyType = KeyType(
+            tenantId: tenantId, productId: productId, id: id, displayName: displayName, activationLimit: limit,
+            durationDays: body.duration_days, fallbackAccess: fallback, leaseTtlSeconds: ttl,
+            entitlements: entitlements.joined(separator: ","), createdAt: clock.unixSeconds
+        )
+        guard try await database.insertKeyType(keyType, actor: actor) else { throw APIError.conflict("Key type \(id) already exists.") }
+        return keyType
+    }
+
+    // MARK: Licenses
+
+    /// Mints a license; the raw key is returned here only.
+    func createLicense(tenantId: String, productId: String, _ body: CreateLicenseRequest, actor: Actor) async throws -> (License, key: LicenseKey) {
+        let product = try await requireProduct(tenantId: tenantId, productId: productId)
+        let keyTypeId = try Field.pathId(body.key_type_id, "key_type_id")
+        guard let keyType = try await database.keyType(tenantId: tenantId, productId: productId, id: keyTypeId) else {
+            throw APIError.notFound("Key type")
+        }
+        let email = try Field.email(body.customer_email)
+        let now = clock.unixSeconds
+        let expiresAt = body.expires_at ?? keyType.durationDays.map { now + Int64($0) * 86_400 }
+        if let expiresAt, expiresAt < 0 || expiresAt > 253_402_300_799 { throw APIError.invalidRequest("Field expires_at is out of range.") }
+        let key = try LicenseKey.generate(prefix: product.keyPrefix)
+        let license = License(
+            id: UUID().uuidString.lowercased(), tenantId: tenantId, productId: productId, keyTypeId: keyTypeId,
+            keyHash: key.keyHash, maskedKey: key.masked, status: .active, expiresAt: expiresAt, customerEmail: email,
+            activeInstances: 0, createdAt: now, updatedAt: now
+        )
+        try await database.insertLicense(license, actor: actor)
+        return (license, key)
+    }
+
+    func license(tenantId: String, productId: String, id: String) async throws -> License {
+        guard let license = try await database.license(tenantId: tenantId, productId: productId, id: id) else { throw APIError.notFound("License") }
+        return license
+    }
+
+    func licensePage(tenantId: String, productId: String, email: String?, status: String?, keySuffix: String?, limit: String?, cursor: String?) async throws -> ([License], next: String?) {
+        _ = try await requireProduct(tenantId: tenantId, productId: productId)
+        let statusFilter: LicenseStatus? = try status.map { text in
+            guard let value = LicenseStatus(rawValue: text) else { throw APIError.invalidRequest("status must be active, suspended or revoked.") }
+            return value
+        }
+        let pageSize = try limit.map { text -> Int in
+            guard let value = Int(text), (1...500).contains(value) else { throw APIError.invalidRequest("limit must be 1-500.") }
+            return value
+        } ?? 50
+        let after = try cursor.map { text -> String in
+            guard let raw = Base64.decode(text), let id = String(data: raw, encoding: .utf8), id.utf8.count <= 64 else {
+                throw APIError.invalidRequest("cursor is not one this server issued.")
+            }
+            return id
+        }
+        let emailFilter = try email.flatMap { $0.isEmpty ? nil : try Field.email($0) }
+        let suffix = try keySuffix.flatMap { text -> String? in
+            let upper = text.uppercased()
+            guard !upper.isEmpty else { return nil }
+            guard upper.utf8.count == 4, LicenseKey.isValid("AAAA-0000-0000-0000-" + upper) else { throw APIError.invalidRequest("key suffix must be the last 4 characters of a key.") }
+            return upper
+        }
+        let rows = try await database.licenses(tenantId: tenantId, productId: productId, email: emailFilter, status: statusFilter, keySuffix: suffix, afterId: after, limit: pageSize + 1)
+        let page = Array(rows.prefix(pageSize))
+        let next = rows.count > pageSize ? page.last.map { Base64.encodeURLSafe(Array($0.id.utf8)) } : nil
+        return (page, next)
+    }
+
+    func setStatus(tenantId: String, productId: String, id: String, to status: LicenseStatus, action: String, actor: Actor) async throws -> License {
+        guard let license = try await database.setLicenseStatus(tenantId: tenantId, productId: productId, id: id, status: status, action: action, now: clock.unixSeconds, actor: actor) else {
+            throw APIError.notFound("License")
+        }
+        return license
+    }
+
+    /// A new key for the same license; the old key stops working at once.
+    func remint(tenantId: String, productId: String, id: String, actor: Actor) async throws -> (License, key: LicenseKey) {
+        let product = try await requireProduct(tenantId: tenantId, productId: productId)
+        let key = try LicenseKey.generate(prefix: product.keyPrefix)
+        guard let license = try await database.remintLicense(tenantId: tenantId, productId: productId, id: id, keyHash: key.keyHash, maskedKey: key.masked, now: clock.unixSeconds, actor: actor) else {
+            throw APIError.notFound("License")
+        }
+        return (license, key)
+    }
+
+    func deactivateInstance(tenantId: String, productId: String, licenseId: String, instanceId: String, actor: Actor) async throws {
+        switch try await database.deactivate(keyHash: nil, licenseId: licenseId, tenantId: tenantId, productId: productId, instanceId: instanceId, now: clock.unixSeconds, audit: actor) {
+        case .licenseNotFound: throw APIError.notFound("License")
+        case .instanceNotFound: throw APIError.notFound("Instance")
+        case .deactivated, .alreadyInactive: return
+        }
+    }
+
+    // MARK: Stripe and signing keys
+
+    func setStripe(tenantId: String, _ body: StripeSettingsRequest, actor: Actor) async throws {
+        _ = try await requireTenant(tenantId)
+        let webhookSecret = try Field.required(body.webhook_secret, "webhook_secret", max: 256)
+        let secretKey = try Field.optional(body.secret_key, "secret_key", max: 256)
+        try await database.setStripeSettings(
+            tenantId: tenantId,
+            sealedWebhookSecret: try sealer.seal(Data(webhookSecret.utf8), context: "keylight.stripe.webhook.\(tenantId)"),
+            sealedSecretKey: try secretKey.map { try sealer.seal(Data($0.utf8), context: "keylight.stripe.secret.\(tenantId)") },
+            now: clock.unixSeconds, actor: actor
+        )
+    }
+
+    func rotateSigningKey(actor: Actor) async throws -> SigningKey {
+        try await keyRing.rotate(now: clock.unixSeconds, actor: actor)
+    }
+
+    func retireSigningKey(kid: String, actor: Actor) async throws {
+        guard SigningKey.isValidKid(kid) else { throw APIError.notFound("Signing key") }
+        switch try await keyRing.retire(kid: kid, now: clock.unixSeconds, actor: actor) {
+        case .retired, .alreadyRetired: return
+        case .notFound: throw APIError.notFound("Signing key")
+        case .active: throw APIError.conflict("The active signing key cannot be retired; rotate first.")
+        }
+    }
+
+    /// `prefix` + 32 random bytes, URL-safe base64: SDK keys, admin tokens.
+    static func newSecret(prefix: String) -> String {
+        var generator = SystemRandomNumberGenerator()
+        let bytes = (0..<32).map { _ in UInt8.random(in: .min ... .max, using: &generator) }
+        return prefix + Base64.encodeURLSafe(bytes)
+    }
+}

@@ -1,0 +1,120 @@
+import Crypto
+import Foundation
+import Hummingbird
+import KeylightCore
+import Logging
+import NIOCore
+import ServiceLifecycle
+
+/// What the server did on start-up that its operator must know.
+public struct StartupReport: Sendable {
+    /// The admin token, when this start created it: shown once, never stored in clear.
+    public var createdAdminToken: String?
+    public var appliedMigrations: [String]
+    public var activeKid: String
+}
+
+/// The assembled server: the Hummingbird application and what start-up did.
+public struct KeylightServer: Sendable {
+    public let application: Application<RouterResponder<KeylightRequestContext>>
+    public let report: StartupReport
+}
+
+/// Opens the database, applies migrations, loads or creates the signing key and admin token,
+/// and builds the application. Shared by `keylight serve` and the tests.
+public func buildApplication(
+    configuration: ServerConfiguration,
+    logger: Logger,
+    onServerRunning: @escaping @Sendable (any Channel) async -> Void = { _ in }
+) async throws -> KeylightServer {
+    let database = try await Database.sqlite(path: configuration.databasePath, poolSize: configuration.poolSize, logger: logger)
+    do {
+        return try await assemble(database: database, configuration: configuration, logger: logger, onServerRunning: onServerRunning)
+    } catch {
+        await database.close()
+        throw error
+    }
+}
+
+func assemble(
+    database: Database,
+    configuration: ServerConfiguration,
+    logger: Logger,
+    onServerRunning: @escaping @Sendable (any Channel) async -> Void
+) async throws -> KeylightServer {
+    let clock = configuration.clock
+    let applied = try await database.migrate(logger: logger)
+    let sealer: SecretSealer
+    if let path = configuration.resolvedMasterKeyPath {
+        sealer = try SecretSealer.load(environmentValue: configuration.masterKey, path: path)
+    } else if let key = configuration.masterKey {
+        sealer = try SecretSealer.load(environmentValue: key, path: "")
+    } else {
+        sealer = .ephemeral()
+    }
+    let keyRing = KeyRing(database: database, sealer: sealer)
+    try await keyRing.loadCreatingIfNeeded(now: clock.unixSeconds, logger: logger)
+
+    // The admin token: from the configuration, else the one created on first start.
+    var createdToken: String?
+    let tokenHash: [UInt8]
+    if let token = configuration.adminToken {
+        tokenHash = Array(SHA256.hash(data: Data(token.utf8)))
+    } else {
+        let candidate = AdminService.newSecret(prefix: "kl_admin_")
+        let (stored, created) = try await database.settingCreatingIfAbsent(
+            "admin_token_sha256", value: Hex.encode(SHA256.hash(data: Data(candidate.utf8)))
+        )
+        if created { createdToken = candidate }
+        guard let hash = Hex.decode(stored), hash.count == 32 else { throw StorageError.corrupt("admin token hash") }
+        tokenHash = hash
+    }
+
+    let metrics = ServerMetrics()
+    let touches = TouchBuffer()
+    let licensing = LicensingService(database: database, keyRing: keyRing, clock: clock, touches: touches, metrics: metrics, licenseLimit: configuration.limits.perLicense)
+    let admin = AdminService(database: database, keyRing: keyRing, sealer: sealer, clock: clock, licensing: licensing)
+
+    let router = buildRouter(licensing: licensing, admin: admin, keyRing: keyRing, metrics: metrics, limits: configuration.limits, adminTokenHash: tokenHash)
+    let application = Application(
+        router: router,
+        configuration: .init(address: .hostname(configuration.host, port: configuration.port), serverName: "keylight"),
+        // Shut down in reverse order: flush validation times, stop key refresh, then close the database.
+        services: [
+            DatabaseCloseService(database: database),
+            KeyRingRefreshService(keyRing: keyRing, interval: configuration.keyRefreshInterval, logger: logger),
+            TouchFlushService(buffer: touches, database: database, interval: configuration.touchFlushInterval, logger: logger),
+        ],
+        onServerRunning: onServerRunning,
+        logger: logger
+    )
+    return KeylightServer(
+        application: application,
+        report: StartupReport(createdAdminToken: createdToken, appliedMigrations: applied, activeKid: keyRing.current.active.kid)
+    )
+}
+
+/// The routes, in middleware order: observation (ids, errors, metrics) around everything,
+/// the per-address limit around the APIs.
+func buildRouter(
+    licensing: LicensingService, admin: AdminService, keyRing: KeyRing, metrics: ServerMetrics,
+    limits: ServerLimits, adminTokenHash: [UInt8]
+) -> Router<KeylightRequestContext> {
+    let router = Router(context: KeylightRequestContext.self)
+    router.add(middleware: RequestObservationMiddleware(metrics: metrics))
+    OpsRoutes(keyRing: keyRing, metrics: metrics).register(on: router)
+    router.add(middleware: AddressRateLimitMiddleware(limiter: RateLimiter(limit: limits.perAddress)))
+    AdminRoutes(service: admin, limits: limits).register(on: router, tokenHash: adminTokenHash)
+    SDKRoutes(service: licensing, limits: limits).register(on: router)
+    return router
+}
+
+/// Keeps the database open while the server runs and closes it last at shutdown.
+struct DatabaseCloseService: Service {
+    let database: Database
+
+    func run() async throws {
+        try? await gracefulShutdown()
+        await database.close()
+    }
+}

@@ -1,0 +1,10 @@
+import HTTPTypes
+
+extension HTTPField.Name {
+    static let keylightSDKKey = Self("X-Keylight-SDK-Key")!
+    static let keylightRequestId = Self("X-Keylight-Request-Id")!
+    static let keylightNonce = Self("X-Keylight-Nonce")!
+    static let keylightRequestTime = Self("X-Keylight-Request-Time")!
+    static let keylightSignatureKid = Self("X-Keylight-Signature-Kid")!
+    static let keylightSignature = Self("X-Keylight-Signature")!
+}

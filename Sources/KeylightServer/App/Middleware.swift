@@ -1,0 +1,96 @@
+import Foundation
+import Hummingbird
+import HTTPTypes
+import Logging
+import NIOCore
+
+/// Outermost middleware: assigns the request id, turns every error into the documented JSON,
+/// and records the request in metrics and (at debug level) in the log. No secret is logged:
+/// neither bodies nor the SDK key, admin token or cookies.
+struct RequestObservationMiddleware: RouterMiddleware {
+    typealias Context = KeylightRequestContext
+    let metrics: ServerMetrics
+
+    func handle(_ request: Request, context: Context, next: (Request, Context) async throws -> Response) async throws -> Response {
+        var context = context
+        context.requestId = Self.requestId(from: request)
+        context.logger[metadataKey: "request_id"] = .string(context.requestId)
+        let start = ContinuousClock.now
+        var response: Response
+        do {
+            response = try await next(request, context)
+        } catch {
+            response = Self.errorResponse(error, context: context)
+        }
+        response.headers[.keylightRequestId] = context.requestId
+        let duration = ContinuousClock.now - start
+        let route = context.endpointPath ?? "unmatched"
+        metrics.recordRequest(route: route, method: request.method.rawValue, status: response.status.code, duration: duration)
+        context.logger.debug("request", metadata: [
+            "method": .string(request.method.rawValue), "route": .string(route),
+            "status": .stringConvertible(response.status.code),
+            "duration_ms": .string(String(format: "%.3f", Double(duration.components.attoseconds) / 1e15 + Double(duration.components.seconds) * 1000)),
+        ])
+        return response
+    }
+
+    static func errorResponse(_ error: any Error, context: Context) -> Response {
+        switch error {
+        case let error as APIError:
+            return error.jsonResponse(outcomeField: nil)
+        case is NIOTooManyBytesError:
+            return APIError.payloadTooLarge.jsonResponse(outcomeField: nil)
+        case let error as HTTPError:
+            switch error.status {
+            case .notFound: return APIError.notFound("Route").jsonResponse(outcomeField: nil)
+            case .contentTooLarge: return APIError.payloadTooLarge.jsonResponse(outcomeField: nil)
+            case .methodNotAllowed: return APIError.methodNotAllowed.jsonResponse(outcomeField: nil)
+            default:
+                let status = error.status
+                return APIError(status: status, code: status.code < 500 ? "INVALID_REQUEST" : "INTERNAL", message: error.body ?? status.reasonPhrase)
+                    .jsonResponse(outcomeField: nil)
+            }
+        default:
+            if StorageError.isUnavailable(error) {
+                context.logger.warning("database unavailable", metadata: ["error": "\(error)"])
+                return APIError.unavailable.jsonResponse(outcomeField: nil)
+            }
+            context.logger.error("unhandled error", metadata: ["error": "\(String(reflecting: type(of: error)))"])
+            return APIError.internalError.jsonResponse(outcomeField: nil)
+        }
+    }
+
+    /// The client's id when it is a sane token (echoed as-is), else a fresh one.
+    static func requestId(from request: Request) -> String {
+        if let given = request.headers[.keylightRequestId], (1...128).contains(given.utf8.count),
+           given.utf8.allSatisfy({ $0 > 0x20 && $0 < 0x7F }) {
+            return given
+        }
+        return UUID().uuidString.lowercased()
+    }
+}
+
+/// Per-client-address rate limit, answering 429 with `Retry-After`.
+struct AddressRateLimitMiddleware: RouterMiddleware {
+    typealias Context = KeylightRequestContext
+    let limiter: RateLimiter
+
+    func handle(_ request: Request, context: Context, next: (Request, Context) async throws -> Response) async throws -> Response {
+        if case .limited(let retryAfter) = limiter.acquire(context.clientAddress, now: ProcessInfo.processInfo.systemUptime) {
+            throw APIError.rateLimited(retryAfter: retryAfter)
+        }
+        return try await next(request, context)
+    }
+}
+
+extension Request {
+    /// The body, at most `limit` bytes: a declared or actual larger body is a 413.
+    mutating func collectJSONBody(limit: Int) async throws -> ByteBuffer {
+        if let length = headers[.contentLength].flatMap(Int.init), length > limit { throw APIError.payloadTooLarge }
+        do {
+            return try await collectBody(upTo: limit)
+        } catch is NIOTooManyBytesError {
+            throw APIError.payloadTooLarge
+        }
+    }
+}

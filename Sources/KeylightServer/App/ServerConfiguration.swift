@@ -1,0 +1,51 @@
+import KeylightCore
+
+/// Limits on what one client may send.
+public struct ServerLimits: Sendable {
+    /// Largest accepted request body (protocol: 64 KiB).
+    public var maxBodyBytes = 64 * 1024
+    /// Requests per client address, over all API routes.
+    public var perAddress = RateLimiter.Limit(perMinute: 1_200, burst: 300)
+    /// SDK requests per license key.
+    public var perLicense = RateLimiter.Limit(perMinute: 600, burst: 250)
+
+    public init() {}
+
+    /// No rate limits (benchmarks and load tests).
+    public static var unlimited: ServerLimits {
+        var limits = ServerLimits()
+        limits.perAddress = .unlimited
+        limits.perLicense = .unlimited
+        return limits
+    }
+}
+
+/// Everything `keylight serve` can be told.
+public struct ServerConfiguration: Sendable {
+    public var host = "127.0.0.1"
+    /// 0 picks a free port (reported through `onServerRunning`).
+    public var port = 8080
+    /// SQLite file; nil keeps the database in memory (tests).
+    public var databasePath: String? = "keylight.sqlite"
+    /// Connections in the SQLite pool.
+    public var poolSize = 4
+    /// Master key for secrets in the database: base64 of 32 bytes (`KEYLIGHT_MASTER_KEY`), else
+    /// the file at ``masterKeyPath``.
+    public var masterKey: String?
+    /// Defaults to the database path + `.master-key`.
+    public var masterKeyPath: String?
+    /// The admin API token (`KEYLIGHT_ADMIN_TOKEN`); without it one is created on first start.
+    public var adminToken: String?
+    public var limits = ServerLimits()
+    /// How often each process re-reads signing keys (another process may have rotated them).
+    public var keyRefreshInterval: Duration = .seconds(10)
+    /// How often buffered validation times are written.
+    public var touchFlushInterval: Duration = .seconds(1)
+    public var clock: any WallClock = SystemWallClock()
+
+    public init() {}
+
+    var resolvedMasterKeyPath: String? {
+        masterKeyPath ?? databasePath.map { $0 + ".master-key" }
+    }
+}

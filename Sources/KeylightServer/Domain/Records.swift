@@ -1,0 +1,92 @@
+/// A tenant: one developer or company with its own products.
+public struct Tenant: Codable, Sendable, Hashable {
+    public var id: String
+    public var name: String
+    public var createdAt: Int64
+}
+
+/// A product: an app that licenses are sold for.
+public struct Product: Codable, Sendable, Hashable {
+    public var tenantId: String
+    public var id: String
+    public var name: String
+    public var keyPrefix: String
+    /// Hex SHA-256 of the SDK key; the key itself is shown once and never stored.
+    public var sdkKeyHash: String
+    public var trialDurationDays: Int
+    public var freeTierEnabled: Bool
+    public var createdAt: Int64
+    public var updatedAt: Int64
+}
+
+/// A kind of license a product sells: how many devices, for how long, with what.
+public struct KeyType: Codable, Sendable, Hashable {
+    public var tenantId: String
+    public var productId: String
+    public var id: String
+    public var displayName: String
+    public var activationLimit: Int
+    /// nil = lifetime.
+    public var durationDays: Int?
+    /// Lapsed customers keep limited access (`fallback` leases).
+    public var fallbackAccess: Bool
+    public var leaseTtlSeconds: Int64
+    /// Comma-separated entitlement codes (codes never contain commas).
+    public var entitlements: String
+    public var createdAt: Int64
+
+    public var entitlementCodes: [String] {
+        entitlements.split(separator: ",").map(String.init)
+    }
+}
+
+/// What an administrator has decided about a license. Expiry is separate: it follows from
+/// `expiresAt` and the clock.
+public enum LicenseStatus: String, Codable, Sendable, CaseIterable {
+    case active, suspended, revoked
+}
+
+public struct License: Codable, Sendable, Hashable {
+    public var id: String
+    public var tenantId: String
+    public var productId: String
+    public var keyTypeId: String
+    public var keyHash: String
+    public var maskedKey: String
+    public var status: LicenseStatus
+    /// nil = lifetime.
+    public var expiresAt: Int64?
+    public var customerEmail: String?
+    public var activeInstances: Int
+    public var createdAt: Int64
+    public var updatedAt: Int64
+
+    /// True once `expiresAt` has passed.
+    public func isExpired(at now: Int64) -> Bool {
+        expiresAt.map { $0 <= now } ?? false
+    }
+}
+
+/// One device a license is activated on.
+public struct Instance: Codable, Sendable, Hashable {
+    public var id: String
+    public var licenseId: String
+    public var name: String
+    public var machineHash: String?
+    public var active: Bool
+    public var activatedAt: Int64
+    public var lastValidatedAt: Int64?
+    public var deactivatedAt: Int64?
+}
+
+/// One line of the audit log.
+public struct AuditEntry: Codable, Sendable, Hashable {
+    public var id: Int64
+    public var at: Int64
+    public var actor: String
+    public var action: String
+    public var tenantId: String?
+    public var target: String?
+    /// JSON object with the change's parameters (never secrets).
+    public var details: String
+}

@@ -1,0 +1,55 @@
+import Foundation
+import Prometheus
+
+/// The server's metrics, kept in a registry owned by the application (no global metrics
+/// system), exposed at `/metrics` in Prometheus text format.
+public struct ServerMetrics: Sendable {
+    public let registry: PrometheusCollectorRegistry
+
+    public init(registry: PrometheusCollectorRegistry = PrometheusCollectorRegistry()) {
+        self.registry = registry
+    }
+
+    static let latencyBuckets: [Duration] = [
+        .microseconds(250), .microseconds(500), .milliseconds(1), .milliseconds(2), .milliseconds(5),
+        .milliseconds(10), .milliseconds(25), .milliseconds(50), .milliseconds(100), .milliseconds(250),
+        .milliseconds(500), .seconds(1), .seconds(5),
+    ]
+
+    /// One finished request: `keylight_http_requests_total{route,method,status}` and
+    /// `keylight_http_request_duration_seconds{route}`.
+    func recordRequest(route: String, method: String, status: Int, duration: Duration) {
+        registry.makeCounter(
+            descriptor: MetricNameDescriptor(namespace: "keylight", subsystem: "http", metricName: "requests", unitName: "total", helpText: "HTTP requests by route, method and status."),
+            labels: [("route", route), ("method", method), ("status", String(status))]
+        ).increment()
+        registry.makeDurationHistogram(
+            descriptor: MetricNameDescriptor(namespace: "keylight", subsystem: "http", metricName: "request_duration", unitName: "seconds", helpText: "HTTP request latency by route."),
+            labels: [("route", route)],
+            buckets: Self.latencyBuckets
+        ).record(duration)
+    }
+
+    /// `keylight_activations_total{result}`: activated, existing, limit_reached, refused, not_found, invalid.
+    func recordActivation(_ result: String) {
+        registry.makeCounter(
+            descriptor: MetricNameDescriptor(namespace: "keylight", metricName: "activations", unitName: "total", helpText: "Activation attempts by result."),
+            labels: [("result", result)]
+        ).increment()
+    }
+
+    /// `keylight_validations_total{result}`: valid, fallback, expired, refused, not_found, invalid.
+    func recordValidation(_ result: String) {
+        registry.makeCounter(
+            descriptor: MetricNameDescriptor(namespace: "keylight", metricName: "validations", unitName: "total", helpText: "Validations by result."),
+            labels: [("result", result)]
+        ).increment()
+    }
+
+    /// The Prometheus text exposition.
+    func render() -> [UInt8] {
+        var bytes: [UInt8] = []
+        registry.emit(into: &bytes)
+        return bytes
+    }
+}

@@ -1,0 +1,217 @@
+import Crypto
+import Foundation
+import KeylightCore
+import Logging
+
+/// The SDK API's behaviour (protocol section 2), independent of HTTP.
+final class LicensingService: Sendable {
+    let database: Database
+    let keyRing: KeyRing
+    let clock: any WallClock
+    let touches: TouchBuffer
+    let metrics: ServerMetrics
+    let licenseLimiter: RateLimiter
+    private let products = TTLCache<String, Product>(ttl: 5)
+    private let configs = TTLCache<String, SignedProductConfig>(ttl: 60)
+
+    /// How long a signed config stays valid for the app.
+    static let configLifetime: Int64 = 7 * 86_400
+
+    init(database: Database, keyRing: KeyRing, clock: any WallClock, touches: TouchBuffer, metrics: ServerMetrics, licenseLimit: RateLimiter.Limit) {
+        self.database = database
+        self.keyRing = keyRing
+        self.clock = clock
+        self.touches = touches
+        self.metrics = metrics
+        self.licenseLimiter = RateLimiter(limit: licenseLimit)
+    }
+
+    // MARK: Product and SDK key
+
+    /// The product named in the path, after checking the SDK key: 401 without a key, 404 for an
+    /// unknown tenant or product, 401 for a wrong key (compared as SHA-256 digests, in constant time).
+    func authorizedProduct(tenantId: String, productId: String, sdkKey: String?) async throws -> Product {
+        guard let sdkKey, !sdkKey.isEmpty, sdkKey.utf8.count <= 256 else { throw APIError.unauthorized }
+        guard TenantPath.isValidId(tenantId), !TenantPath.reserved.contains(tenantId), TenantPath.isValidId(productId) else {
+            throw APIError.notFound("Product")
+        }
+        let cacheKey = tenantId + "/" + productId
+        let product: Product
+        if let cached = products.value(for: cacheKey) {
+            product = cached
+        } else {
+            guard let loaded = try await database.product(tenantId: tenantId, id: productId) else { throw APIError.notFound("Product") }
+            products.set(loaded, for: cacheKey)
+            product = loaded
+        }
+        let presented = Hex.encode(SHA256.hash(data: Data(sdkKey.utf8)))
+        guard ConstantTime.equals(presented, product.sdkKeyHash) else { throw APIError.unauthorized }
+        return product
+    }
+
+    func forgetProduct(tenantId: String, productId: String) {
+        products.remove(tenantId + "/" + productId)
+    }
+
+    private func limitLicense(_ key: LicenseKey) throws(APIError) {
+        if case .limited(let retryAfter) = licenseLimiter.acquire(key.keyHash, now: ProcessInfo.processInfo.systemUptime) {
+            throw .rateLimited(retryAfter: retryAfter)
+        }
+    }
+
+    // MARK: Actions
+
+    func activate(_ body: ActivateRequest, product: Product) async throws -> ActivateResponse {
+        let key = try Field.licenseKey(body.license_key)
+        let name = try Field.required(body.instance_name, "instance_name", max: 256)
+        let machineHash = try Field.optional(body.machine_hash, "machine_hash", max: 128)
+        let freeTierId = try Field.identifier(body.free_tier_instance_id, "free_tier_instance_id", required: false)
+        let existingId = try Field.identifier(body.instance_id, "instance_id", required: false)
+        try Field.telemetry(body)
+        try limitLicense(key)
+        let now = clock.unixSeconds
+
+        var attempt = 0
+        while true {
+            attempt += 1
+            let outcome: ActivationOutcome
+            do {
+                outcome = try await database.activate(
+                    keyHash: key.keyHash, tenantId: product.tenantId, productId: product.id,
+                    newInstanceId: UUID().uuidString.lowercased(), name: name, machineHash: machineHash,
+                    existingInstanceId: existingId, freeTierInstanceId: freeTierId, now: now,
+                    refuse: { grant in Self.refusal(grant, now: now, activating: true) != nil }
+                )
+            } catch where StorageError.isUniqueViolation(error) && attempt == 1 {
+                // The same machine activated concurrently and won the race: the retry finds its instance.
+                continue
+            }
+            switch outcome {
+            case .licenseNotFound:
+                metrics.recordActivation("not_found")
+                throw APIError.notFound("License")
+            case .refused(let grant):
+                metrics.recordActivation("refused")
+                throw Self.refusal(grant, now: now, activating: true) ?? .internalError
+            case .limitReached:
+                metrics.recordActivation("limit_reached")
+                throw APIError.activationLimitReached
+            case .activated(let instanceId, let grant), .existing(let instanceId, let grant):
+                if case .activated = outcome { metrics.recordActivation("activated") } else { metrics.recordActivation("existing") }
+                return ActivateResponse(instanceId: instanceId, licenseExpiresAt: grant.expiresAt, lease: try lease(for: grant, instanceId: instanceId, now: now))
+            }
+        }
+    }
+
+    func validate(_ body: ValidateRequest, product: Product) async throws -> ValidateResponse {
+        let key = try Field.licenseKey(body.license_key)
+        let instanceId = try Field.identifier(body.instance_id, "instance_id")!
+        let machineHash = try Field.optional(body.machine_hash, "machine_hash", max: 128)
+        try Field.telemetry(body)
+        try limitLicense(key)
+        let now = clock.unixSeconds
+        guard let grant = try await database.grant(keyHash: key.keyHash, tenantId: product.tenantId, productId: product.id, instanceId: instanceId) else {
+            metrics.recordValidation("not_found")
+            throw APIError.notFound("License")
+        }
+        // A known instance presented from another machine is not this machine's instance.
+        guard grant.instanceId != nil, machineHash == nil || grant.instanceMachineHash == nil || machineHash == grant.instanceMachineHash else {
+            metrics.recordValidation("not_found")
+            throw APIError.notFound("Instance")
+        }
+        if let refusal = Self.refusal(grant, now: now, activating: false) {
+            metrics.recordValidation("refused")
+            throw refusal
+        }
+        guard grant.instanceActive == true else {
+            metrics.recordValidation("refused")
+            throw APIError.instanceInactive
+        }
+        let lease = try lease(for: grant, instanceId: instanceId, now: now)
+        touches.record(instanceId: instanceId, at: now)
+        metrics.recordValidation(lease.status == .active ? "valid" : lease.status.rawValue)
+        return ValidateResponse(valid: lease.status != .expired, licenseExpiresAt: grant.expiresAt, lease: lease, config: try config(for: product, now: now))
+    }
+
+    func deactivate(_ body: DeactivateRequest, product: Product) async throws -> DeactivateResponse {
+        let key = try Field.licenseKey(body.license_key)
+        let instanceId = try Field.identifier(body.instance_id, "instance_id")!
+        try Field.telemetry(body)
+        try limitLicense(key)
+        switch try await database.deactivate(keyHash: key.keyHash, licenseId: nil, tenantId: product.tenantId, productId: product.id, instanceId: instanceId, now: clock.unixSeconds, audit: nil) {
+        case .licenseNotFound: throw APIError.notFound("License")
+        case .instanceNotFound: throw APIError.notFound("Instance")
+        case .deactivated, .alreadyInactive: return DeactivateResponse()
+        }
+    }
+
+    func keyless(_ body: KeylessRequest, product: Product) async throws -> KeylessResponse {
+        let instanceId = try Field.identifier(body.instance_id, "instance_id")!
+        let state = try Field.required(body.state, "state", max: 16)
+        guard state == "trial" || state == "free_tier" else { throw APIError.invalidRequest("Field state must be trial or free_tier.") }
+        let machineHash = try Field.optional(body.machine_hash, "machine_hash", max: 128)
+        try Field.telemetry(body)
+        let now = clock.unixSeconds
+        try await database.recordKeyless(tenantId: product.tenantId, productId: product.id, instanceId: instanceId, state: state, machineHash: machineHash, now: now)
+        return KeylessResponse(config: try config(for: product, now: now))
+    }
+
+    /// The product's signed config (cfg1), re-signed at most once a minute per product and key.
+    func config(for product: Product, now: Int64) throws -> SignedProductConfig {
+        let key = keyRing.current.active
+        let cacheKey = "\(product.tenantId)/\(product.id)/\(key.kid)/\(product.trialDurationDays)/\(product.freeTierEnabled)"
+        if let cached = configs.value(for: cacheKey) { return cached }
+        let signed = ProductConfig(
+            tenantId: product.tenantId, productId: product.id, trialDurationDays: product.trialDurationDays,
+            freeTierEnabled: product.freeTierEnabled, issuedAt: now, expiresAt: now + Self.configLifetime
+        ).signed(with: key)
+        configs.set(signed, for: cacheKey)
+        return signed
+    }
+
+    // MARK: Rules
+
+    /// Why a license may not be used, or nil. Revoked and suspended always refuse; an expired
+    /// license refuses activation only when its key type has no fallback access (validation
+    /// answers it with an `expired` lease instead).
+    static func refusal(_ grant: LicenseGrant, now: Int64, activating: Bool) -> APIError? {
+        switch grant.status {
+        case .revoked: return .licenseRevoked
+        case .suspended: return .licenseSuspended
+        case .active:
+            let expired = grant.expiresAt.map { $0 <= now } ?? false
+            return activating && expired && !grant.fallbackAccess ? .licenseExpired : nil
+        }
+    }
+
+    /// The lease rules: `active` until `min(now + ttl, license expiry)` with the key type's
+    /// entitlements; after expiry `fallback` (with fallback access) or `expired`, for `ttl`,
+    /// without entitlements.
+    func lease(for grant: LicenseGrant, instanceId: String, now: Int64) throws -> Lease {
+        let expired = grant.expiresAt.map { $0 <= now } ?? false
+        let ttlEnd = now + grant.leaseTtlSeconds
+        let status: Lease.Status = !expired ? .active : (grant.fallbackAccess ? .fallback : .expired)
+        let expiresAt = status == .active ? min(ttlEnd, grant.expiresAt ?? .max) : ttlEnd
+        return try Lease.sign(
+            licenseKeyHash: grant.keyHash, instanceId: instanceId, issuedAt: now, expiresAt: expiresAt,
+            status: status, entitlements: status == .active ? grant.entitlementCodes : [], with: keyRing.current.active
+        )
+    }
+}
+
+/// Path rules for tenant and product ids.
+enum TenantPath {
+    /// The server's own first path segments, refused as tenant ids.
+    static let reserved: Set<String> = ["admin", "api", "dashboard", "stripe", "healthz", "metrics", ".well-known"]
+
+    /// `[a-z0-9][a-z0-9_-]{0,62}`.
+    static func isValidId(_ id: String) -> Bool {
+        let bytes = Array(id.utf8)
+        guard (1...63).contains(bytes.count) else { return false }
+        for (index, byte) in bytes.enumerated() {
+            let alnum = (UInt8(ascii: "a")...UInt8(ascii: "z")).contains(byte) || (UInt8(ascii: "0")...UInt8(ascii: "9")).contains(byte)
+            if index == 0 ? !alnum : !(alnum || byte == UInt8(ascii: "_") || byte == UInt8(ascii: "-")) { return false }
+        }
+        return true
+    }
+}

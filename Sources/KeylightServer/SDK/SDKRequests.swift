@@ -1,0 +1,112 @@
+import Foundation
+import KeylightCore
+
+/// Field checks shared by every request body: lengths, characters, and the error each gives.
+enum Field {
+    static func required(_ value: String?, _ name: String, max: Int) throws(APIError) -> String {
+        guard let value, !value.isEmpty else { throw .invalidRequest("Missing field \(name).") }
+        return try optional(value, name, max: max)!
+    }
+
+    static func optional(_ value: String?, _ name: String, max: Int) throws(APIError) -> String? {
+        guard let value else { return nil }
+        guard value.utf8.count <= max else { throw .invalidRequest("Field \(name) is longer than \(max) bytes.") }
+        // Control characters have no business in identifiers or names and break logs.
+        guard !value.unicodeScalars.contains(where: { $0.properties.generalCategory == .control }) else {
+            throw .invalidRequest("Field \(name) contains control characters.")
+        }
+        return value
+    }
+
+    /// A license key, normalised; a malformed key is a 400, as documented.
+    static func licenseKey(_ value: String?) throws(APIError) -> LicenseKey {
+        let text = try required(value, "license_key", max: 64)
+        guard let key = try? LicenseKey(text) else { throw .invalidRequest("Field license_key is not a valid license key.") }
+        return key
+    }
+
+    /// Ids that end up in leases and URLs: 1-64 of `A-Z a-z 0-9 - _ .`.
+    static func identifier(_ value: String?, _ name: String, required isRequired: Bool = true) throws(APIError) -> String? {
+        let text = isRequired ? try required(value, name, max: 64) : try optional(value, name, max: 64)
+        guard let text else { return nil }
+        guard !text.isEmpty, text.utf8.allSatisfy(isIdentifierByte) else {
+            throw .invalidRequest("Field \(name) must be 1-64 characters of A-Z a-z 0-9 - _ .")
+        }
+        return text
+    }
+
+    private static func isIdentifierByte(_ byte: UInt8) -> Bool {
+        switch byte {
+        case UInt8(ascii: "a")...UInt8(ascii: "z"), UInt8(ascii: "A")...UInt8(ascii: "Z"), UInt8(ascii: "0")...UInt8(ascii: "9"),
+             UInt8(ascii: "-"), UInt8(ascii: "_"), UInt8(ascii: "."):
+            true
+        default:
+            false
+        }
+    }
+
+    /// Telemetry fields are optional but bounded like everything else.
+    static func telemetry(_ body: some TelemetryFields) throws(APIError) {
+        _ = try optional(body.sdk_version, "sdk_version", max: 64)
+        _ = try optional(body.platform, "platform", max: 64)
+        _ = try optional(body.app_version, "app_version", max: 64)
+    }
+}
+
+protocol TelemetryFields {
+    var sdk_version: String? { get }
+    var platform: String? { get }
+    var app_version: String? { get }
+}
+
+/// Decodes a JSON body into `T`, turning every decoding failure into a 400 that names the field.
+func decodeBody<T: Decodable>(_ type: T.Type, from bytes: some DataProtocol) throws(APIError) -> T {
+    do {
+        return try JSONDecoder().decode(T.self, from: Data(bytes))
+    } catch let DecodingError.keyNotFound(key, _) {
+        throw .invalidRequest("Missing field \(key.stringValue).")
+    } catch let DecodingError.typeMismatch(_, context), let DecodingError.valueNotFound(_, context) {
+        let field = context.codingPath.map(\.stringValue).joined(separator: ".")
+        throw .invalidRequest(field.isEmpty ? "Request body must be a JSON object." : "Field \(field) has the wrong type.")
+    } catch {
+        throw .invalidRequest("Request body is not valid JSON.")
+    }
+}
+
+struct ActivateRequest: Decodable, TelemetryFields {
+    var license_key: String?
+    var instance_name: String?
+    var machine_hash: String?
+    var free_tier_instance_id: String?
+    /// Keylight addition: an instance the app already holds, re-activated without a new slot.
+    var instance_id: String?
+    var sdk_version: String?
+    var platform: String?
+    var app_version: String?
+}
+
+struct ValidateRequest: Decodable, TelemetryFields {
+    var license_key: String?
+    var instance_id: String?
+    var machine_hash: String?
+    var sdk_version: String?
+    var platform: String?
+    var app_version: String?
+}
+
+struct DeactivateRequest: Decodable, TelemetryFields {
+    var license_key: String?
+    var instance_id: String?
+    var sdk_version: String?
+    var platform: String?
+    var app_version: String?
+}
+
+struct KeylessRequest: Decodable, TelemetryFields {
+    var instance_id: String?
+    var state: String?
+    var machine_hash: String?
+    var sdk_version: String?
+    var platform: String?
+    var app_version: String?
+}

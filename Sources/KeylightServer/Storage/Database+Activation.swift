@@ -1,0 +1,158 @@
+import SQLKit
+
+/// What the hot SDK paths need to know about a license, read in one query.
+struct LicenseGrant: Decodable, Sendable {
+    var licenseId: String
+    var status: LicenseStatus
+    var expiresAt: Int64?
+    var keyHash: String
+    var activationLimit: Int
+    var fallbackAccess: Bool
+    var leaseTtlSeconds: Int64
+    var entitlements: String
+    /// Present when the query named an instance and it belongs to this license.
+    var instanceId: String?
+    var instanceActive: Bool?
+    var instanceMachineHash: String?
+
+    var entitlementCodes: [String] { entitlements.split(separator: ",").map(String.init) }
+}
+
+/// The result of an activation attempt, decided inside its transaction.
+enum ActivationOutcome: Sendable {
+    /// A new instance took a slot.
+    case activated(instanceId: String, grant: LicenseGrant)
+    /// The machine (or instance) was already active: no new slot used.
+    case existing(instanceId: String, grant: LicenseGrant)
+    case licenseNotFound
+    case refused(LicenseGrant)
+    case limitReached
+}
+
+/// The result of a deactivation.
+enum DeactivationOutcome: Sendable, Equatable {
+    case deactivated
+    case alreadyInactive
+    case licenseNotFound
+    case instanceNotFound
+}
+
+extension Database {
+    private static func grantQuery(keyHash: String, tenantId: String, productId: String, instanceId: String?, lock: SQLQueryString) -> SQLQueryString {
+        """
+        SELECT l.id AS license_id, l.status, l.expires_at, l.key_hash, k.activation_limit, k.fallback_access, k.lease_ttl_seconds, k.entitlements,
+               i.id AS instance_id, i.active AS instance_active, i.machine_hash AS instance_machine_hash
+        FROM licenses l
+        JOIN key_types k ON k.tenant_id = l.tenant_id AND k.product_id = l.product_id AND k.id = l.key_type_id
+        LEFT JOIN instances i ON i.id = \(bind: instanceId ?? "") AND i.license_id = l.id
+        WHERE l.key_hash = \(bind: keyHash) AND l.tenant_id = \(bind: tenantId) AND l.product_id = \(bind: productId)\(lock)
+        """
+    }
+
+    /// The license (and optionally one of its instances) by key hash, within one product.
+    func grant(keyHash: String, tenantId: String, productId: String, instanceId: String?) async throws -> LicenseGrant? {
+        try await sql.raw(Self.grantQuery(keyHash: keyHash, tenantId: tenantId, productId: productId, instanceId: instanceId, lock: ""))
+            .first(decoding: LicenseGrant.self, keyDecodingStrategy: .convertFromSnakeCase)
+    }
+
+    /// Activates one instance, or finds the one this machine already has.
+    ///
+    /// The cap holds because the only way to take a slot is a conditional UPDATE of the
+    /// license's counter (`active_instances < limit`), which the database applies atomically
+    /// however many requests or processes race; the instance row is inserted in the same
+    /// transaction. `refuse` decides, from the license as read in the transaction, whether it
+    /// may activate at all (revoked, suspended, expired without fallback).
+    func activate(
+        keyHash: String, tenantId: String, productId: String,
+        newInstanceId: String, name: String, machineHash: String?, existingInstanceId: String?,
+        freeTierInstanceId: String?, now: Int64,
+        refuse: @escaping @Sendable (LicenseGrant) -> Bool
+    ) async throws -> ActivationOutcome {
+        let lock = lockRows(of: "l")
+        return try await write { db in
+            guard let grant = try await db.raw(Self.grantQuery(keyHash: keyHash, tenantId: tenantId, productId: productId, instanceId: existingInstanceId, lock: lock))
+                .first(decoding: LicenseGrant.self, keyDecodingStrategy: .convertFromSnakeCase) else {
+                return .licenseNotFound
+            }
+            if refuse(grant) { return .refused(grant) }
+            if let id = grant.instanceId, grant.instanceActive == true {
+                return .existing(instanceId: id, grant: grant)
+            }
+            if let machineHash, let id = try await db.raw("""
+                SELECT id FROM instances WHERE license_id = \(bind: grant.licenseId) AND machine_hash = \(bind: machineHash) AND active
+                """).first(decodingColumn: "id", as: String.self) {
+                return .existing(instanceId: id, grant: grant)
+            }
+            let reserved = try await db.raw("""
+                UPDATE licenses SET active_instances = active_instances + 1, updated_at = \(bind: now)
+                WHERE id = \(bind: grant.licenseId) AND active_instances < \(bind: grant.activationLimit)
+                RETURNING id
+                """).first()
+            guard reserved != nil else { return .limitReached }
+            try await db.raw("""
+                INSERT INTO instances (\(Self.instanceColumns)) VALUES (
+                    \(bind: newInstanceId), \(bind: grant.licenseId), \(bind: name), \(bind: machineHash), \(bind: true),
+                    \(bind: now), \(bind: now), \(bind: Int64?.none))
+                """).run()
+            if let freeTierInstanceId {
+                try await db.raw("""
+                    UPDATE keyless_installs SET converted_license_id = \(bind: grant.licenseId), last_seen_at = \(bind: now)
+                    WHERE tenant_id = \(bind: tenantId) AND product_id = \(bind: productId) AND instance_id = \(bind: freeTierInstanceId)
+                    """).run()
+            }
+            return .activated(instanceId: newInstanceId, grant: grant)
+        }
+    }
+
+    /// Frees an instance's slot. Idempotent: an inactive instance stays inactive.
+    func deactivate(keyHash: String?, licenseId: String?, tenantId: String, productId: String, instanceId: String, now: Int64, audit actor: Actor?) async throws -> DeactivationOutcome {
+        let lock = lockRows(of: "licenses")
+        return try await write { db in
+            var query: SQLQueryString = "SELECT id FROM licenses WHERE tenant_id = \(bind: tenantId) AND product_id = \(bind: productId)"
+            if let keyHash { query += " AND key_hash = \(bind: keyHash)" }
+            if let licenseId { query += " AND id = \(bind: licenseId)" }
+            query += lock
+            guard let license = try await db.raw(query).first(decodingColumn: "id", as: String.self) else { return .licenseNotFound }
+            guard let active = try await db.raw("""
+                SELECT active FROM instances WHERE id = \(bind: instanceId) AND license_id = \(bind: license)
+                """).first(decodingColumn: "active", as: Bool.self) else { return .instanceNotFound }
+            guard active else { return .alreadyInactive }
+            try await db.raw("""
+                UPDATE instances SET active = \(bind: false), deactivated_at = \(bind: now) WHERE id = \(bind: instanceId)
+                """).run()
+            try await db.raw("""
+                UPDATE licenses SET active_instances = active_instances - 1, updated_at = \(bind: now) WHERE id = \(bind: license)
+                """).run()
+            if let actor {
+                try await Self.audit(db, at: now, actor: actor, action: "instance.deactivate", tenantId: tenantId, target: license, details: ["instance_id": instanceId])
+            }
+            return .deactivated
+        }
+    }
+
+    /// Records validation times, many at once (the write-behind flush).
+    func touchInstances(_ times: [String: Int64]) async throws {
+        guard !times.isEmpty else { return }
+        try await write { db in
+            for (id, at) in times {
+                try await db.raw("""
+                    UPDATE instances SET last_validated_at = \(bind: at)
+                    WHERE id = \(bind: id) AND (last_validated_at IS NULL OR last_validated_at < \(bind: at))
+                    """).run()
+            }
+        }
+    }
+
+    /// Records a keyless (trial or free-tier) install, or refreshes it.
+    func recordKeyless(tenantId: String, productId: String, instanceId: String, state: String, machineHash: String?, now: Int64) async throws {
+        try await write { db in
+            try await db.raw("""
+                INSERT INTO keyless_installs (tenant_id, product_id, instance_id, state, machine_hash, first_seen_at, last_seen_at)
+                VALUES (\(bind: tenantId), \(bind: productId), \(bind: instanceId), \(bind: state), \(bind: machineHash), \(bind: now), \(bind: now))
+                ON CONFLICT (tenant_id, product_id, instance_id) DO UPDATE SET
+                    state = excluded.state, machine_hash = COALESCE(excluded.machine_hash, keyless_installs.machine_hash),
+                    last_seen_at = excluded.last_seen_at
+                """).run()
+        }
+    }
+}

@@ -1,0 +1,120 @@
+import SQLKit
+
+extension Database {
+    // MARK: Tenants
+
+    /// Inserts a tenant; false when the id is taken.
+    func insertTenant(_ tenant: Tenant, actor: Actor) async throws -> Bool {
+        try await write { db in
+            let inserted = try await db.raw("""
+                INSERT INTO tenants (id, name, created_at) VALUES (\(bind: tenant.id), \(bind: tenant.name), \(bind: tenant.createdAt))
+                ON CONFLICT DO NOTHING RETURNING id
+                """).first()
+            guard inserted != nil else { return false }
+            try await Self.audit(db, at: tenant.createdAt, actor: actor, action: "tenant.create", tenantId: tenant.id, target: tenant.id, details: ["name": tenant.name])
+            return true
+        }
+    }
+
+    public func tenant(id: String) async throws -> Tenant? {
+        try await sql.raw("SELECT id, name, created_at FROM tenants WHERE id = \(bind: id)")
+            .first(decoding: Tenant.self, keyDecodingStrategy: .convertFromSnakeCase)
+    }
+
+    public func tenants() async throws -> [Tenant] {
+        try await sql.raw("SELECT id, name, created_at FROM tenants ORDER BY id")
+            .all(decoding: Tenant.self, keyDecodingStrategy: .convertFromSnakeCase)
+    }
+
+    // MARK: Products
+
+    static let productColumns: SQLQueryString = "tenant_id, id, name, key_prefix, sdk_key_hash, trial_duration_days, free_tier_enabled, created_at, updated_at"
+
+    /// Inserts a product; false when the id is taken within its tenant.
+    func insertProduct(_ product: Product, actor: Actor) async throws -> Bool {
+        try await write { db in
+            let inserted = try await db.raw("""
+                INSERT INTO products (\(Self.productColumns)) VALUES (
+                    \(bind: product.tenantId), \(bind: product.id), \(bind: product.name), \(bind: product.keyPrefix),
+                    \(bind: product.sdkKeyHash), \(bind: product.trialDurationDays), \(bind: product.freeTierEnabled),
+                    \(bind: product.createdAt), \(bind: product.updatedAt))
+                ON CONFLICT DO NOTHING RETURNING id
+                """).first()
+            guard inserted != nil else { return false }
+            try await Self.audit(db, at: product.createdAt, actor: actor, action: "product.create", tenantId: product.tenantId, target: product.id, details: [
+                "name": product.name, "key_prefix": product.keyPrefix,
+                "trial_duration_days": "\(product.trialDurationDays)", "free_tier_enabled": "\(product.freeTierEnabled)",
+            ])
+            return true
+        }
+    }
+
+    /// Changes a product's trial length and free tier; nil when there is no such product.
+    func updateProduct(tenantId: String, id: String, name: String?, trialDurationDays: Int?, freeTierEnabled: Bool?, now: Int64, actor: Actor) async throws -> Product? {
+        try await write { db in
+            let updated = try await db.raw("""
+                UPDATE products SET
+                    name = COALESCE(\(bind: name), name),
+                    trial_duration_days = COALESCE(\(bind: trialDurationDays), trial_duration_days),
+                    free_tier_enabled = COALESCE(\(bind: freeTierEnabled), free_tier_enabled),
+                    updated_at = \(bind: now)
+                WHERE tenant_id = \(bind: tenantId) AND id = \(bind: id)
+                RETURNING \(Self.productColumns)
+                """).first(decoding: Product.self, keyDecodingStrategy: .convertFromSnakeCase)
+            guard let updated else { return nil }
+            var details: [String: String] = [:]
+            if let name { details["name"] = name }
+            if let trialDurationDays { details["trial_duration_days"] = "\(trialDurationDays)" }
+            if let freeTierEnabled { details["free_tier_enabled"] = "\(freeTierEnabled)" }
+            try await Self.audit(db, at: now, actor: actor, action: "product.update", tenantId: tenantId, target: id, details: details)
+            return updated
+        }
+    }
+
+    public func product(tenantId: String, id: String) async throws -> Product? {
+        try await sql.raw("SELECT \(Self.productColumns) FROM products WHERE tenant_id = \(bind: tenantId) AND id = \(bind: id)")
+            .first(decoding: Product.self, keyDecodingStrategy: .convertFromSnakeCase)
+    }
+
+    public func products(tenantId: String) async throws -> [Product] {
+        try await sql.raw("SELECT \(Self.productColumns) FROM products WHERE tenant_id = \(bind: tenantId) ORDER BY id")
+            .all(decoding: Product.self, keyDecodingStrategy: .convertFromSnakeCase)
+    }
+
+    // MARK: Key types
+
+    static let keyTypeColumns: SQLQueryString = "tenant_id, product_id, id, display_name, activation_limit, duration_days, fallback_access, lease_ttl_seconds, entitlements, created_at"
+
+    /// Inserts a key type; false when the id is taken within its product.
+    func insertKeyType(_ keyType: KeyType, actor: Actor) async throws -> Bool {
+        try await write { db in
+            let inserted = try await db.raw("""
+                INSERT INTO key_types (\(Self.keyTypeColumns)) VALUES (
+                    \(bind: keyType.tenantId), \(bind: keyType.productId), \(bind: keyType.id), \(bind: keyType.displayName),
+                    \(bind: keyType.activationLimit), \(bind: keyType.durationDays), \(bind: keyType.fallbackAccess),
+                    \(bind: keyType.leaseTtlSeconds), \(bind: keyType.entitlements), \(bind: keyType.createdAt))
+                ON CONFLICT DO NOTHING RETURNING id
+                """).first()
+            guard inserted != nil else { return false }
+            try await Self.audit(db, at: keyType.createdAt, actor: actor, action: "key_type.create", tenantId: keyType.tenantId, target: "\(keyType.productId)/\(keyType.id)", details: [
+                "activation_limit": "\(keyType.activationLimit)", "duration_days": keyType.durationDays.map(String.init) ?? "lifetime",
+                "fallback_access": "\(keyType.fallbackAccess)", "lease_ttl_seconds": "\(keyType.leaseTtlSeconds)",
+                "entitlements": keyType.entitlements,
+            ])
+            return true
+        }
+    }
+
+    public func keyType(tenantId: String, productId: String, id: String) async throws -> KeyType? {
+        try await sql.raw("""
+            SELECT \(Self.keyTypeColumns) FROM key_types
+            WHERE tenant_id = \(bind: tenantId) AND product_id = \(bind: productId) AND id = \(bind: id)
+            """).first(decoding: KeyType.self, keyDecodingStrategy: .convertFromSnakeCase)
+    }
+
+    public func keyTypes(tenantId: String, productId: String) async throws -> [KeyType] {
+        try await sql.raw("""
+            SELECT \(Self.keyTypeColumns) FROM key_types WHERE tenant_id = \(bind: tenantId) AND product_id = \(bind: productId) ORDER BY id
+            """).all(decoding: KeyType.self, keyDecodingStrategy: .convertFromSnakeCase)
+    }
+}

@@ -1,0 +1,94 @@
+import SQLKit
+
+extension Database {
+    static let licenseColumns: SQLQueryString = "id, tenant_id, product_id, key_type_id, key_hash, masked_key, status, expires_at, customer_email, active_instances, created_at, updated_at"
+    static let instanceColumns: SQLQueryString = "id, license_id, name, machine_hash, active, activated_at, last_validated_at, deactivated_at"
+
+    func insertLicense(_ license: License, actor: Actor) async throws {
+        try await write { db in
+            try await db.raw("""
+                INSERT INTO licenses (\(Self.licenseColumns)) VALUES (
+                    \(bind: license.id), \(bind: license.tenantId), \(bind: license.productId), \(bind: license.keyTypeId),
+                    \(bind: license.keyHash), \(bind: license.maskedKey), \(bind: license.status.rawValue), \(bind: license.expiresAt),
+                    \(bind: license.customerEmail), \(bind: license.activeInstances), \(bind: license.createdAt), \(bind: license.updatedAt))
+                """).run()
+            try await Self.audit(db, at: license.createdAt, actor: actor, action: "license.create", tenantId: license.tenantId, target: license.id, details: [
+                "product_id": license.productId, "key_type_id": license.keyTypeId, "masked_key": license.maskedKey,
+                "expires_at": license.expiresAt.map(String.init) ?? "lifetime",
+            ])
+        }
+    }
+
+    public func license(tenantId: String, productId: String, id: String) async throws -> License? {
+        try await sql.raw("""
+            SELECT \(Self.licenseColumns) FROM licenses WHERE id = \(bind: id) AND tenant_id = \(bind: tenantId) AND product_id = \(bind: productId)
+            """).first(decoding: License.self, keyDecodingStrategy: .convertFromSnakeCase)
+    }
+
+    public func license(keyHash: String) async throws -> License? {
+        try await sql.raw("SELECT \(Self.licenseColumns) FROM licenses WHERE key_hash = \(bind: keyHash)")
+            .first(decoding: License.self, keyDecodingStrategy: .convertFromSnakeCase)
+    }
+
+    /// A page of a product's licenses in id order, filtered by email and/or status.
+    public func licenses(tenantId: String, productId: String, email: String?, status: LicenseStatus?, keySuffix: String? = nil, afterId: String?, limit: Int) async throws -> [License] {
+        var query: SQLQueryString = "SELECT \(Self.licenseColumns) FROM licenses WHERE tenant_id = \(bind: tenantId) AND product_id = \(bind: productId)"
+        if let email { query += " AND customer_email = \(bind: email)" }
+        if let status { query += " AND status = \(bind: status.rawValue)" }
+        if let keySuffix { query += " AND masked_key LIKE \(bind: "%-" + keySuffix)" }
+        if let afterId { query += " AND id > \(bind: afterId)" }
+        query += " ORDER BY id LIMIT \(literal: limit)"
+        return try await sql.raw(query).all(decoding: License.self, keyDecodingStrategy: .convertFromSnakeCase)
+    }
+
+    public func instances(licenseId: String) async throws -> [Instance] {
+        try await sql.raw("SELECT \(Self.instanceColumns) FROM instances WHERE license_id = \(bind: licenseId) ORDER BY activated_at, id")
+            .all(decoding: Instance.self, keyDecodingStrategy: .convertFromSnakeCase)
+    }
+
+    public func instance(id: String) async throws -> Instance? {
+        try await sql.raw("SELECT \(Self.instanceColumns) FROM instances WHERE id = \(bind: id)")
+            .first(decoding: Instance.self, keyDecodingStrategy: .convertFromSnakeCase)
+    }
+
+    /// Sets an administrator's decision; nil when there is no such license.
+    func setLicenseStatus(tenantId: String, productId: String, id: String, status: LicenseStatus, action: String, now: Int64, actor: Actor) async throws -> License? {
+        try await write { db in
+            let updated = try await db.raw("""
+                UPDATE licenses SET status = \(bind: status.rawValue), updated_at = \(bind: now)
+                WHERE id = \(bind: id) AND tenant_id = \(bind: tenantId) AND product_id = \(bind: productId)
+                RETURNING \(Self.licenseColumns)
+                """).first(decoding: License.self, keyDecodingStrategy: .convertFromSnakeCase)
+            guard let updated else { return nil }
+            try await Self.audit(db, at: now, actor: actor, action: action, tenantId: tenantId, target: id, details: ["status": status.rawValue])
+            return updated
+        }
+    }
+
+    /// Replaces a license's key (the old key stops working at once); nil when there is no such license.
+    func remintLicense(tenantId: String, productId: String, id: String, keyHash: String, maskedKey: String, now: Int64, actor: Actor) async throws -> License? {
+        try await write { db in
+            let updated = try await db.raw("""
+                UPDATE licenses SET key_hash = \(bind: keyHash), masked_key = \(bind: maskedKey), updated_at = \(bind: now)
+                WHERE id = \(bind: id) AND tenant_id = \(bind: tenantId) AND product_id = \(bind: productId)
+                RETURNING \(Self.licenseColumns)
+                """).first(decoding: License.self, keyDecodingStrategy: .convertFromSnakeCase)
+            guard let updated else { return nil }
+            try await Self.audit(db, at: now, actor: actor, action: "license.remint", tenantId: tenantId, target: id, details: ["masked_key": maskedKey])
+            return updated
+        }
+    }
+
+    /// Moves a license's expiry (Stripe renewals and cancellations use this too).
+    func setLicenseExpiry(licenseId: String, expiresAt: Int64?, action: String, now: Int64, actor: Actor) async throws -> License? {
+        try await write { db in
+            let updated = try await db.raw("""
+                UPDATE licenses SET expires_at = \(bind: expiresAt), updated_at = \(bind: now) WHERE id = \(bind: licenseId)
+                RETURNING \(Self.licenseColumns)
+                """).first(decoding: License.self, keyDecodingStrategy: .convertFromSnakeCase)
+            guard let updated else { return nil }
+            try await Self.audit(db, at: now, actor: actor, action: action, tenantId: updated.tenantId, target: licenseId, details: ["expires_at": expiresAt.map(String.init) ?? "lifetime"])
+            return updated
+        }
+    }
+}

@@ -1,0 +1,59 @@
+import Logging
+import SQLKit
+
+/// The server's database: an `SQLDatabase` plus how to write to it safely.
+public struct Database: Sendable {
+    let sql: any SQLDatabase
+    let capabilities: StorageCapabilities
+    private let writerGate: AsyncResourcePool<Void>?
+    private let closeConnections: @Sendable () async -> Void
+
+    init(sql: any SQLDatabase, close: @escaping @Sendable () async -> Void) {
+        self.sql = sql
+        self.capabilities = StorageCapabilities(database: sql)
+        self.writerGate = capabilities.serializesWritersInProcess ? AsyncResourcePool([()]) : nil
+        self.closeConnections = close
+    }
+
+    /// The embedded SQLite database at `path`, or in memory when `path` is nil.
+    public static func sqlite(path: String?, poolSize: Int = 4, logger: Logger) async throws -> Database {
+        let (sql, close) = try await SQLiteStorage.open(path: path, poolSize: poolSize, logger: logger)
+        return Database(sql: sql, close: close)
+    }
+
+    /// Runs `body` in one write transaction on one connection: committed if it returns,
+    /// rolled back if it throws. `body` must use only the database it is given.
+    func write<R: Sendable>(_ body: @escaping @Sendable (any SQLDatabase) async throws -> R) async throws -> R {
+        if let writerGate {
+            return try await writerGate.withResource { _ in try await transaction(body) }
+        }
+        return try await transaction(body)
+    }
+
+    private func transaction<R: Sendable>(_ body: @escaping @Sendable (any SQLDatabase) async throws -> R) async throws -> R {
+        let begin = capabilities.beginWrite
+        return try await sql.withSession { session in
+            try await session.raw(SQLQueryString(begin)).run()
+            do {
+                let result = try await body(session)
+                try await session.raw("COMMIT").run()
+                return result
+            } catch {
+                // A failed COMMIT leaves the transaction open; roll back either way.
+                try? await session.raw("ROLLBACK").run()
+                throw error
+            }
+        }
+    }
+
+    /// `FOR UPDATE OF <alias>` where the database locks rows, nothing where a write transaction
+    /// already holds the database's write lock. Naming the table keeps outer-joined rows unlocked.
+    func lockRows(of alias: String) -> SQLQueryString {
+        SQLQueryString(capabilities.rowLockClause.map { " \($0) OF \(alias)" } ?? "")
+    }
+
+    /// Closes every connection; later calls fail with `StorageError.closed`.
+    public func close() async {
+        await closeConnections()
+    }
+}

@@ -1,0 +1,67 @@
+import Foundation
+import Logging
+import SQLKit
+
+/// A named schema change. Migrations run in list order, each in its own transaction, and are
+/// recorded in `keylight_migrations` so each runs once.
+struct Migration: Sendable {
+    let name: String
+    /// One statement per entry: SQLite runs only the first statement of a string.
+    let statements: @Sendable (StorageCapabilities) -> [String]
+}
+
+extension Migration {
+    /// Every migration, oldest first. Append only: never edit or reorder a released one.
+    static let all: [Migration] = [.initialSchema]
+}
+
+extension Database {
+    /// Applies the migrations not yet recorded; returns the names applied.
+    @discardableResult
+    public func migrate(logger: Logger) async throws -> [String] {
+        try await migrate(Migration.all, logger: logger)
+    }
+
+    func migrate(_ migrations: [Migration], logger: Logger) async throws -> [String] {
+        try await sql.raw("""
+            CREATE TABLE IF NOT EXISTS keylight_migrations (
+                name TEXT PRIMARY KEY,
+                applied_at \(unsafeRaw: capabilities.bigint) NOT NULL
+            )
+            """).run()
+        let known = Set(migrations.map(\.name))
+        let recorded = try await sql.raw("SELECT name FROM keylight_migrations").all(decodingColumn: "name", as: String.self)
+        if let unknown = recorded.first(where: { !known.contains($0) }) {
+            throw StorageError.unknownMigration(unknown)
+        }
+        var applied: [String] = []
+        for migration in migrations where !recorded.contains(migration.name) {
+            let capabilities = self.capabilities
+            let ran = try await write { db in
+                // Another process may have applied it since we looked; the write lock makes this check final.
+                let already = try await db.raw("SELECT name FROM keylight_migrations WHERE name = \(bind: migration.name)").first()
+                if already != nil { return false }
+                for statement in migration.statements(capabilities) {
+                    try await db.raw(SQLQueryString(statement)).run()
+                }
+                try await db.raw("INSERT INTO keylight_migrations (name, applied_at) VALUES (\(bind: migration.name), \(bind: SystemClockSeconds.now))").run()
+                return true
+            }
+            if ran {
+                logger.debug("applied migration", metadata: ["migration": "\(migration.name)"])
+                applied.append(migration.name)
+            }
+        }
+        return applied
+    }
+
+    /// Names of the applied migrations, in the order applied.
+    public func appliedMigrations() async throws -> [String] {
+        try await sql.raw("SELECT name FROM keylight_migrations ORDER BY applied_at, name").all(decodingColumn: "name", as: String.self)
+    }
+}
+
+/// Migration timestamps are bookkeeping, not behaviour, so they read the system clock directly.
+enum SystemClockSeconds {
+    static var now: Int64 { Int64(Date().timeIntervalSince1970) }
+}

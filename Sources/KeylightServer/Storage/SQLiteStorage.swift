@@ -1,0 +1,80 @@
+import Foundation
+import Logging
+import NIOCore
+import NIOPosix
+import SQLKit
+import SQLiteKit
+
+/// Opens the embedded SQLite database: a small pool of connections in WAL mode.
+enum SQLiteStorage {
+    /// Opens `path` (created if missing), or a private in-memory database when `path` is nil.
+    ///
+    /// An in-memory database lives in one connection (SQLite gives each `:memory:` connection
+    /// its own database), so its pool has one connection.
+    static func open(path: String?, poolSize: Int, logger: Logger) async throws -> (any SQLDatabase, close: @Sendable () async -> Void) {
+        if let path, !FileManager.default.fileExists(atPath: path) {
+            // Customer emails live here: create the file owner-only. SQLite gives its -wal and
+            // -shm files the database file's permissions.
+            FileManager.default.createFile(atPath: path, contents: nil, attributes: [.posixPermissions: 0o600])
+        }
+        let storage: SQLiteConnection.Storage = path.map { .file(path: $0) } ?? .memory
+        let size = path == nil ? 1 : max(1, poolSize)
+        var connections: [SQLiteConnection] = []
+        do {
+            for index in 0..<size {
+                let connection = try await SQLiteConnection.open(
+                    storage: storage, threadPool: .singleton, logger: logger, on: MultiThreadedEventLoopGroup.singleton.any()
+                )
+                connections.append(connection)
+                // busy_timeout first: it replaces sqlite-nio's default handler, which spins without sleeping.
+                _ = try await connection.query("PRAGMA busy_timeout = 5000")
+                if index == 0 && path != nil {
+                    // Persistent in the file: readers and the writer stop blocking each other.
+                    _ = try await connection.query("PRAGMA journal_mode = WAL")
+                }
+                // In WAL mode NORMAL is durable against application crashes; only an OS crash or power
+                // loss can lose the last commits. FULL would fsync every commit.
+                _ = try await connection.query("PRAGMA synchronous = NORMAL")
+                _ = try await connection.query("PRAGMA foreign_keys = ON")
+            }
+        } catch {
+            for connection in connections { try? await connection.close() }
+            throw error
+        }
+        let pool = AsyncResourcePool(connections)
+        let database = PooledSQLiteDatabase(pool: pool, logger: logger, eventLoop: MultiThreadedEventLoopGroup.singleton.any())
+        let close: @Sendable () async -> Void = {
+            for connection in pool.close() { try? await connection.close() }
+        }
+        return (database, close)
+    }
+}
+
+/// An `SQLDatabase` over the pool: each statement borrows any connection; `withSession` holds
+/// one connection exclusively, which is what makes a transaction a transaction.
+struct PooledSQLiteDatabase: SQLDatabase {
+    let pool: AsyncResourcePool<SQLiteConnection>
+    let logger: Logger
+    let eventLoop: any EventLoop
+
+    var dialect: any SQLDialect { SQLiteDialect() }
+    var version: (any SQLDatabaseReportedVersion)? { nil }
+    /// Statements are never logged with their binds: they carry key hashes and sealed secrets.
+    var queryLogLevel: Logger.Level? { nil }
+
+    func execute(sql query: any SQLExpression, _ onRow: @escaping @Sendable (any SQLRow) -> Void) -> EventLoopFuture<Void> {
+        eventLoop.makeFutureWithTask { try await self.execute(sql: query, onRow) }
+    }
+
+    func execute(sql query: any SQLExpression, _ onRow: @escaping @Sendable (any SQLRow) -> Void) async throws {
+        try await pool.withResource { connection in
+            try await connection.sql(queryLogLevel: nil).execute(sql: query, onRow)
+        }
+    }
+
+    func withSession<R>(_ closure: @escaping @Sendable (any SQLDatabase) async throws -> R) async throws -> R {
+        try await pool.withResource { connection in
+            try await closure(connection.sql(queryLogLevel: nil))
+        }
+    }
+}

@@ -1,0 +1,35 @@
+import SQLKit
+
+/// What differs between the databases Keylight runs on, derived from sql-kit's dialect rather
+/// than from the database's name. This is the one place such differences live.
+struct StorageCapabilities: Sendable {
+    /// Locks the rows a `SELECT` reads until the transaction ends (`FOR UPDATE`), or nil where
+    /// the database has no row locks and a write transaction takes the whole-database write lock
+    /// when it begins instead.
+    let rowLockClause: String?
+    /// How a write transaction begins: `BEGIN IMMEDIATE` takes SQLite's write lock up front, so
+    /// two writers never both read and then fail to upgrade.
+    let beginWrite: String
+    /// Without row locks, writers in one process queue in memory rather than in the database's
+    /// busy handler, which would park a thread of the small blocking pool per waiter.
+    let serializesWritersInProcess: Bool
+    /// Column definition of an auto-incrementing 64-bit primary key.
+    let autoIncrementPrimaryKey: String
+    let bigint: String
+    let blob: String
+
+    init(database: any SQLDatabase) {
+        let dialect = database.dialect
+        let lock = dialect.exclusiveSelectLockExpression.map { database.serialize($0).sql }
+        rowLockClause = lock
+        beginWrite = lock == nil ? "BEGIN IMMEDIATE" : "BEGIN"
+        serializesWritersInProcess = lock == nil
+        let clause = database.serialize(dialect.autoIncrementClause).sql
+        bigint = database.serialize(SQLDataType.bigint).sql
+        blob = database.serialize(SQLDataType.blob).sql
+        // SQLite only auto-increments an `INTEGER PRIMARY KEY` (the rowid); others take a clause on any integer.
+        autoIncrementPrimaryKey = dialect.supportsAutoIncrement
+            ? "\(bigint) \(clause) PRIMARY KEY"
+            : "INTEGER PRIMARY KEY \(clause)"
+    }
+}

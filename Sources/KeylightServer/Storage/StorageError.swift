@@ -1,0 +1,40 @@
+import SQLiteNIO
+
+/// Storage failures the service layer reacts to.
+public struct StorageError: Error, Hashable, Sendable, CustomStringConvertible {
+    public let description: String
+
+    /// The database is closed (the server is shutting down).
+    public static let closed = Self(description: "database is closed")
+    /// A stored value could not be read back (corruption or a newer schema).
+    public static func corrupt(_ what: String) -> Self { Self(description: "stored \(what) is unreadable") }
+    /// The schema is newer than this build understands.
+    public static func unknownMigration(_ name: String) -> Self {
+        Self(description: "database has migration \(name), which this build does not know; upgrade Keylight")
+    }
+
+    /// True when `error` is the database refusing a duplicate under a UNIQUE or PRIMARY KEY
+    /// constraint. Each driver spells this differently; this is the one place that knows how.
+    static func isUniqueViolation(_ error: any Error) -> Bool {
+        if let error = error as? SQLiteError {
+            switch error.reason {
+            case .constraintUniqueFailed, .constraintPrimaryKeyFailed, .constraintUniqueRowIDFailed: return true
+            default: return false
+            }
+        }
+        return false
+    }
+
+    /// True when `error` means the database cannot be reached right now (closed, locked past
+    /// the busy timeout, connection lost): worth a 503 and a retry, not a 500.
+    static func isUnavailable(_ error: any Error) -> Bool {
+        if let error = error as? StorageError { return error == .closed }
+        if let error = error as? SQLiteError {
+            switch error.reason {
+            case .busy, .busyTimeout, .busyInSnapshot, .busyInRecovery, .locked, .ioError, .cantOpen, .full: return true
+            default: return false
+            }
+        }
+        return false
+    }
+}

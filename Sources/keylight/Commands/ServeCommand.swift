@@ -1,0 +1,129 @@
+import ArgumentParser
+import Foundation
+import KeylightServer
+import Logging
+
+/// Options shared by the commands that open the server's database.
+struct DatabaseOptions: ParsableArguments {
+    @Option(name: .customLong("db"), help: "SQLite database file (created on first start).")
+    var databasePath = "./keylight.sqlite"
+
+    @Option(help: "Master key file for secrets in the database (default: <db>.master-key; KEYLIGHT_MASTER_KEY overrides).")
+    var masterKeyFile: String?
+}
+
+struct ServeCommand: AsyncParsableCommand {
+    static let configuration = CommandConfiguration(
+        commandName: "serve",
+        abstract: "Run the license server.",
+        discussion: """
+        Runs on an embedded SQLite database with no other set-up: the first start creates the schema, \
+        the first Ed25519 signing key and an admin token, printed once (unless KEYLIGHT_ADMIN_TOKEN is set). \
+        SIGTERM or SIGINT shut it down gracefully: in-flight requests finish and buffered writes are flushed.
+        """
+    )
+
+    @Option(help: "Address to listen on.")
+    var host = "127.0.0.1"
+
+    @Option(help: "Port to listen on (0 picks a free one).")
+    var port = 8080
+
+    @OptionGroup var database: DatabaseOptions
+
+    @Option(help: "Log level: trace, debug, info, notice, warning, error, critical.")
+    var logLevel: Logger.Level = .info
+
+    @Option(help: "Log format: text or json.")
+    var logFormat: LogFormat = .text
+
+    @Option(help: "Requests per minute per client address, as RATE or RATE/BURST (0 = unlimited).")
+    var rateLimitAddress: RateLimitOption?
+
+    @Option(help: "SDK requests per minute per license key, as RATE or RATE/BURST (0 = unlimited).")
+    var rateLimitLicense: RateLimitOption?
+
+    @Option(help: "SQLite connection pool size.")
+    var poolSize = 4
+
+    enum LogFormat: String, ExpressibleByArgument { case text, json }
+
+    func run() async throws {
+        let environment = ProcessInfo.processInfo.environment
+        let level = logLevel
+        switch logFormat {
+        case .json: LoggingSystem.bootstrap { label in var handler = JSONLogHandler(label: label); handler.logLevel = level; return handler }
+        case .text: LoggingSystem.bootstrap { label in var handler = StreamLogHandler.standardError(label: label); handler.logLevel = level; return handler }
+        }
+        let logger = Logger(label: "keylight")
+
+        var configuration = ServerConfiguration()
+        configuration.host = host
+        configuration.port = port
+        configuration.databasePath = database.databasePath
+        configuration.masterKeyPath = database.masterKeyFile
+        configuration.masterKey = environment["KEYLIGHT_MASTER_KEY"].flatMap { $0.isEmpty ? nil : $0 }
+        configuration.adminToken = environment["KEYLIGHT_ADMIN_TOKEN"].flatMap { $0.isEmpty ? nil : $0 }
+        configuration.poolSize = poolSize
+        if let rateLimitAddress { configuration.limits.perAddress = rateLimitAddress.limit }
+        if let rateLimitLicense { configuration.limits.perLicense = rateLimitLicense.limit }
+
+        let server: KeylightServer
+        let (host, requestedPort) = (host, port)
+        do {
+            server = try await buildApplication(configuration: configuration, logger: logger) { channel in
+                let port = channel.localAddress?.port ?? requestedPort
+                Standard.line("keylight listening on http://\(host):\(port)")
+            }
+        } catch {
+            Standard.error("keylight: error: cannot start: \(error)")
+            throw ExitCode(1)
+        }
+        if let token = server.report.createdAdminToken {
+            Standard.line("Admin API token (shown once; store it now): \(token)")
+        }
+        logger.info("starting", metadata: [
+            "database": .string(database.databasePath), "signing_kid": .string(server.report.activeKid),
+            "migrations_applied": .stringConvertible(server.report.appliedMigrations.count),
+        ])
+        try await server.application.runService(gracefulShutdownSignals: [.sigterm, .sigint])
+    }
+}
+
+struct MigrateCommand: AsyncParsableCommand {
+    static let configuration = CommandConfiguration(commandName: "migrate", abstract: "Apply database migrations and exit.")
+
+    @OptionGroup var database: DatabaseOptions
+
+    func run() async throws {
+        let logger = Logger(label: "keylight")
+        try await reportingInputFailuresAsync {
+            let db = try await Database.sqlite(path: database.databasePath, poolSize: 1, logger: logger)
+            do {
+                let applied = try await db.migrate(logger: logger)
+                let all = try await db.appliedMigrations()
+                await db.close()
+                for name in applied { Standard.line("applied \(name)") }
+                Standard.line("database is at \(all.last ?? "no migrations") (\(all.count) applied)")
+            } catch {
+                await db.close()
+                throw error
+            }
+        }
+    }
+}
+
+/// `RATE` or `RATE/BURST` requests per minute.
+struct RateLimitOption: ExpressibleByArgument {
+    let limit: RateLimiter.Limit
+
+    init?(argument: String) {
+        let parts = argument.split(separator: "/").map { Int($0) }
+        guard (1...2).contains(parts.count), let rate = parts[0], rate >= 0 else { return nil }
+        let burst = parts.count == 2 ? parts[1] : max(1, rate / 4)
+        guard let burst, burst >= 0 else { return nil }
+        limit = .init(perMinute: rate, burst: burst)
+    }
+}
+
+extension Logger.Level: @retroactive ExpressibleByArgument {}
