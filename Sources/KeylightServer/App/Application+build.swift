@@ -18,6 +18,9 @@ public struct StartupReport: Sendable {
 public struct KeylightServer: Sendable {
     public let application: Application<RouterResponder<KeylightRequestContext>>
     public let report: StartupReport
+    /// For tests and tools in this package; closed by the application at shutdown.
+    let database: Database
+    let keyRing: KeyRing
 }
 
 /// Opens the database, applies migrations, loads or creates the signing key and admin token,
@@ -90,7 +93,8 @@ func assemble(
     )
     return KeylightServer(
         application: application,
-        report: StartupReport(createdAdminToken: createdToken, appliedMigrations: applied, activeKid: keyRing.current.active.kid)
+        report: StartupReport(createdAdminToken: createdToken, appliedMigrations: applied, activeKid: keyRing.current.active.kid),
+        database: database, keyRing: keyRing
     )
 }
 

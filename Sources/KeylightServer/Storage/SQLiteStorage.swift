@@ -15,7 +15,7 @@ enum SQLiteStorage {
         if let path, !FileManager.default.fileExists(atPath: path) {
             // Customer emails live here: create the file owner-only. SQLite gives its -wal and
             // -shm files the database file's permissions.
-            FileManager.default.createFile(atPath: path, contents: nil, attributes: [.posixPermissions: 0o600])
+            _ = FileManager.default.createFile(atPath: path, contents: nil, attributes: [.posixPermissions: 0o600])
         }
         let storage: SQLiteConnection.Storage = path.map { .file(path: $0) } ?? .memory
         let size = path == nil ? 1 : max(1, poolSize)

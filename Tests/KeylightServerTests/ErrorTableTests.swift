@@ -1,0 +1,128 @@
+import Foundation
+import HTTPTypes
+import KeylightCore
+@testable import KeylightServer
+import Testing
+
+/// Every row of the protocol's error table, with its status and code; none changes anything.
+@Suite struct ErrorTableTests {
+    @Test func badRequests() async throws {
+        try await Harness().run { client in
+            let seed = try await client.seed()
+            let cases: [(String, String)] = [
+                ("activate", "{not json"),
+                ("activate", "[]"),
+                ("activate", #"{"instance_name":"Mac"}"#),
+                ("activate", #"{"license_key":"ACME-0000-0000-0000-000","instance_name":"Mac"}"#),
+                ("activate", #"{"license_key":"ACME-IIII-0000-0000-0000","instance_name":"Mac"}"#),
+                ("activate", #"{"license_key":"\#(seed.licenseKey)"}"#),
+                ("activate", #"{"license_key":"\#(seed.licenseKey)","instance_name":"\#(String(repeating: "x", count: 257))"}"#),
+                ("activate", #"{"license_key":"\#(seed.licenseKey)","instance_name":"Mac","machine_hash":"\#(String(repeating: "m", count: 129))"}"#),
+                ("activate", #"{"license_key":42,"instance_name":"Mac"}"#),
+                ("activate", #"{"license_key":"\#(seed.licenseKey)","instance_name":"Mac","sdk_version":"\#(String(repeating: "9", count: 65))"}"#),
+                ("activate", #"{"license_key":"\#(seed.licenseKey)","instance_name":"Mac\u0007"}"#),
+                ("validate", #"{"license_key":"\#(seed.licenseKey)"}"#),
+                ("validate", #"{"license_key":"\#(seed.licenseKey)","instance_id":"a/b"}"#),
+                ("deactivate", #"{"instance_id":"x"}"#),
+                ("keyless", #"{"state":"trial"}"#),
+            ]
+            for (action, body) in cases {
+                let reply = try await client.sdkRaw(action, body: body, seed: seed)
+                #expect(reply.status == .badRequest, "\(action) \(body.prefix(80)): \(reply.text)")
+                #expect(reply.code == "INVALID_REQUEST")
+                #expect((reply["error"] as? String)?.isEmpty == false)
+                if action == "activate" { #expect(reply["activated"] as? Bool == false) }
+                if action == "validate" { #expect(reply["valid"] as? Bool == false) }
+            }
+            #expect(try await client.count("SELECT COUNT(*) AS n FROM instances") == 0)
+        }
+    }
+
+    @Test func unauthorized() async throws {
+        try await Harness().run { client in
+            let seed = try await client.seed()
+            let body = #"{"license_key":"\#(seed.licenseKey)","instance_name":"Mac"}"#
+            let missing = try await client.request(.post, "/acme/app/activate", headers: [.contentType: "application/json"], body: body)
+            #expect(missing.status == .unauthorized && missing.code == "UNAUTHORIZED")
+            #expect(missing["activated"] as? Bool == false)
+            let wrong = try await client.sdkRaw("activate", body: body, seed: seed, sdkKey: seed.sdkKey + "x")
+            #expect(wrong.status == .unauthorized && wrong.code == "UNAUTHORIZED")
+            let config = try await client.sdkRaw("config", body: nil, seed: seed, sdkKey: "nope", method: .get)
+            #expect(config.status == .unauthorized)
+            #expect(try await client.count("SELECT COUNT(*) AS n FROM instances") == 0)
+        }
+    }
+
+    @Test func notFound() async throws {
+        try await Harness().run { client in
+            let seed = try await client.seed()
+            let body = #"{"license_key":"\#(seed.licenseKey)","instance_name":"Mac"}"#
+            for path in ["/nobody/app/activate", "/acme/nothing/activate", "/admin/app/activate", "/Acme/app/activate"] {
+                let reply = try await client.sdkRaw("activate", body: body, seed: seed, path: path)
+                #expect(reply.status == .notFound, "\(path)")
+                #expect(reply.code == "NOT_FOUND")
+            }
+            let unknownLicense = try await client.activate(seed, key: "ACME-ZZZZ-ZZZZ-ZZZZ-ZZZZ")
+            #expect(unknownLicense.status == .notFound && unknownLicense["activated"] as? Bool == false)
+            let unknownInstance = try await client.sdk("deactivate", ["license_key": seed.licenseKey, "instance_id": "missing"], seed: seed)
+            #expect(unknownInstance.status == .notFound)
+            let route = try await client.request(.get, "/no/such/route/here")
+            #expect(route.status == .notFound && route.code == "NOT_FOUND")
+        }
+    }
+
+    @Test func payloadTooLarge() async throws {
+        try await Harness().run { client in
+            let seed = try await client.seed()
+            let huge = #"{"license_key":"\#(seed.licenseKey)","instance_name":"Mac","pad":"\#(String(repeating: "x", count: 70_000))"}"#
+            let reply = try await client.sdkRaw("activate", body: huge, seed: seed)
+            #expect(reply.status == .contentTooLarge)
+            #expect(reply.code == "PAYLOAD_TOO_LARGE")
+            #expect(reply["activated"] as? Bool == false)
+            // Just under the limit is fine (unknown fields are ignored).
+            let padding = 64 * 1024 - 200
+            let fits = #"{"license_key":"\#(seed.licenseKey)","instance_name":"Mac","pad":"\#(String(repeating: "x", count: padding))"}"#
+            #expect(try await client.sdkRaw("activate", body: fits, seed: seed).status == .ok)
+            let admin = try await client.request(.post, "/admin/v1/tenants", headers: [.authorization: "Bearer \(Harness.adminToken)"], body: huge)
+            #expect(admin.status == .contentTooLarge)
+        }
+    }
+
+    @Test func rateLimitedPerLicenseWithRetryAfter() async throws {
+        var limits = ServerLimits.unlimited
+        limits.perLicense = .init(perMinute: 60, burst: 3)
+        try await Harness(limits: limits).run { client in
+            let seed = try await client.seed(limit: 10)
+            for index in 0..<3 {
+                #expect(try await client.activate(seed, machine: "m\(index)").status == .ok)
+            }
+            let limited = try await client.activate(seed, machine: "m9")
+            #expect(limited.status == .tooManyRequests)
+            #expect(limited.code == "RATE_LIMITED")
+            #expect(limited["activated"] as? Bool == false)
+            #expect(limited.headers[.retryAfter].flatMap(Int.init).map { $0 >= 1 } == true)
+            #expect(try await client.count("SELECT COUNT(*) AS n FROM instances") == 3)
+            // Another license is not affected.
+            let other = try await client.mint(seed)
+            #expect(try await client.activate(seed, key: other.key).status == .ok)
+        }
+    }
+
+    @Test func rateLimitedPerAddress() async throws {
+        var limits = ServerLimits.unlimited
+        limits.perAddress = .init(perMinute: 60, burst: 5)
+        try await Harness(limits: limits).run { client in
+            var statuses: [HTTPResponse.Status] = []
+            for _ in 0..<8 {
+                statuses.append(try await client.request(.get, "/acme/app/config", headers: [.init("X-Keylight-SDK-Key")!: "k"]).status)
+            }
+            #expect(statuses.prefix(5).allSatisfy { $0 != .tooManyRequests })
+            #expect(statuses.suffix(3).allSatisfy { $0 == .tooManyRequests })
+            let reply = try await client.request(.get, "/acme/app/config")
+            #expect(reply.code == "RATE_LIMITED")
+            #expect(reply.headers[.retryAfter] != nil)
+            // Health checks are never limited.
+            #expect(try await client.request(.get, "/healthz").status == .ok)
+        }
+    }
+}
