@@ -83,7 +83,12 @@ let package = Package(
         .testTarget(
             // Depends on the executable so `swift test` builds the binary the tests run as a subprocess.
             name: "keylightTests",
-            dependencies: ["keylight", "KeylightCore"]
+            dependencies: [
+                "keylight", "KeylightCore",
+                .product(name: "AsyncHTTPClient", package: "async-http-client"),
+                .product(name: "NIOConcurrencyHelpers", package: "swift-nio"),
+                .product(name: "NIOHTTP1", package: "swift-nio"),
+            ]
         ),
     ]
 )

@@ -1,0 +1,94 @@
+import AsyncHTTPClient
+import Foundation
+import KeylightCore
+import NIOCore
+import NIOHTTP1
+import Testing
+
+/// `keylight serve` and `keylight migrate` as processes: first start, the admin token, and
+/// graceful shutdown without losing a committed write.
+@Suite(.serialized) struct ServeCommandTests {
+    static func databasePath() throws -> String {
+        try temporaryDirectory().appendingPathComponent("keylight.sqlite").path
+    }
+
+    @Test func firstStartCreatesTheTokenOncePrintsItAndSecuresFiles() async throws {
+        let path = try Self.databasePath()
+        let http = HTTPClient.shared
+
+        let first = try await ServerProcess(database: path)
+        let token = try #require(first.stdout.components(separatedBy: "kl_admin_").dropFirst().first.map { "kl_admin_" + $0.prefix { !$0.isWhitespace } })
+        let authorized = try await first.request(.GET, "/admin/v1/tenants", headers: [("Authorization", "Bearer \(token)")], using: http)
+        #expect(authorized.status == 200)
+        #expect(await first.terminate() == 0)
+        #expect(SecretFile.permissions(of: path) == 0o600)
+        #expect(SecretFile.permissions(of: path + ".master-key") == 0o600)
+
+        let second = try await ServerProcess(database: path)
+        #expect(!second.stdout.contains("kl_admin_"))
+        #expect(try await second.request(.GET, "/admin/v1/tenants", headers: [("Authorization", "Bearer \(token)")], using: http).status == 200)
+        #expect(await second.terminate() == 0)
+    }
+
+    @Test func adminTokenFromTheEnvironment() async throws {
+        let http = HTTPClient.shared
+        let server = try await ServerProcess(database: try Self.databasePath(), environment: ["KEYLIGHT_ADMIN_TOKEN": "chosen-token"])
+        #expect(!server.stdout.contains("kl_admin_"))
+        #expect(try await server.request(.GET, "/admin/v1/tenants", headers: [("Authorization", "Bearer chosen-token")], using: http).status == 200)
+        #expect(try await server.request(.GET, "/admin/v1/tenants", headers: [("Authorization", "Bearer other")], using: http).status == 401)
+        #expect(await server.terminate() == 0)
+    }
+
+    @Test func sigtermLosesNoCommittedWrite() async throws {
+        let path = try Self.databasePath()
+        let http = HTTPClient.shared
+        let auth = [("Authorization", "Bearer t")]
+        let server = try await ServerProcess(database: path, environment: ["KEYLIGHT_ADMIN_TOKEN": "t"], arguments: ["--rate-limit-address", "0", "--rate-limit-license", "0"])
+        _ = try await server.request(.POST, "/admin/v1/tenants", headers: auth, json: #"{"id":"acme","name":"Acme"}"#, using: http)
+        let product = try await server.request(.POST, "/admin/v1/tenants/acme/products", headers: auth, json: #"{"id":"app","name":"App","key_prefix":"ACME","trial_duration_days":14,"free_tier_enabled":false}"#, using: http)
+        let sdkKey = try #require(product.body["sdk_key"] as? String)
+        _ = try await server.request(.POST, "/admin/v1/tenants/acme/products/app/key-types", headers: auth, json: #"{"id":"pro","display_name":"Pro","activation_limit":1000,"duration_days":null,"fallback_access":false,"entitlements":[]}"#, using: http)
+        let license = try await server.request(.POST, "/admin/v1/tenants/acme/products/app/licenses", headers: auth, json: #"{"key_type_id":"pro"}"#, using: http)
+        let key = try #require(license.body["license_key"] as? String)
+        let licenseId = try #require(license.body["id"] as? String)
+
+        // Activations in flight while SIGTERM arrives: every one answered 200 must be on disk.
+        let results = try await withThrowingTaskGroup(of: String?.self) { group in
+            for index in 0..<150 {
+                group.addTask {
+                    if index == 40 { _ = kill(server.process.processIdentifier, SIGTERM) }
+                    let reply = try? await server.request(.POST, "/acme/app/activate", headers: [("X-Keylight-SDK-Key", sdkKey)],
+                                                          json: #"{"license_key":"\#(key)","instance_name":"n","machine_hash":"m\#(index)"}"#, timeout: .seconds(3), using: http)
+                    return reply?.status == 200 ? reply?.body["instance_id"] as? String : nil
+                }
+            }
+            return try await group.reduce(into: [String]()) { if let id = $1 { $0.append(id) } }
+        }
+        #expect(await server.terminate() == 0)
+        #expect(!results.isEmpty)
+
+        let restarted = try await ServerProcess(database: path, environment: ["KEYLIGHT_ADMIN_TOKEN": "t"])
+        let detail = try await restarted.request(.GET, "/admin/v1/tenants/acme/products/app/licenses/\(licenseId)", headers: auth, using: http)
+        let stored = Set(((detail.body["instances"] as? [[String: Any]]) ?? []).compactMap { $0["instance_id"] as? String })
+        #expect(Set(results).isSubset(of: stored))
+        #expect(detail.body["active_instances"] as? Int == stored.count)
+        #expect(await restarted.terminate() == 0)
+    }
+
+    @Test func migrateAppliesOnceAndReports() throws {
+        let path = try Self.databasePath()
+        let first = try CLI.run(["migrate", "--db", path])
+        #expect(first.status == 0, "\(first.stderr)")
+        #expect(first.stdout.contains("applied 0001_initial_schema"))
+        let second = try CLI.run(["migrate", "--db", path])
+        #expect(second.status == 0)
+        #expect(!second.stdout.contains("applied "))
+        #expect(second.stdout.contains("0001_initial_schema"))
+    }
+
+    @Test func unusableDatabaseFailsWithAClearError() throws {
+        let result = try CLI.run(["serve", "--port", "0", "--db", "/nonexistent-dir/x/keylight.sqlite"])
+        #expect(result.status != 0)
+        #expect(result.stderr.contains("keylight: error"))
+    }
+}

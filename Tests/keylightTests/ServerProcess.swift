@@ -1,0 +1,78 @@
+import AsyncHTTPClient
+import Foundation
+import NIOConcurrencyHelpers
+import NIOCore
+import NIOHTTP1
+
+/// A `keylight serve` child process on a free port, driven over HTTP like any client would.
+final class ServerProcess: Sendable {
+    let process: Process
+    let output: NIOLockedValueBox<String>
+    let port: Int
+
+    /// Starts the server and waits until it prints its listening address.
+    init(database: String, environment: [String: String] = [:], arguments: [String] = []) async throws {
+        let process = Process()
+        process.executableURL = CLI.binary
+        process.arguments = ["serve", "--port", "0", "--db", database, "--log-level", "warning"] + arguments
+        var env = ProcessInfo.processInfo.environment
+        env["KEYLIGHT_ADMIN_TOKEN"] = nil
+        env.merge(environment) { $1 }
+        process.environment = env
+        let out = Pipe()
+        process.standardOutput = out
+        process.standardError = FileHandle.nullDevice
+        let output = NIOLockedValueBox("")
+        out.fileHandleForReading.readabilityHandler = { handle in
+            let data = handle.availableData
+            if !data.isEmpty { output.withLockedValue { $0 += String(decoding: data, as: UTF8.self) } }
+        }
+        try process.run()
+        self.process = process
+        self.output = output
+        var found: Int?
+        for _ in 0..<600 where found == nil {
+            try await Task.sleep(for: .milliseconds(50))
+            let text = output.withLockedValue { $0 }
+            if let range = text.range(of: "listening on http://127.0.0.1:") {
+                found = Int(text[range.upperBound...].prefix { $0.isNumber })
+            }
+            if !process.isRunning { break }
+        }
+        guard let found else {
+            process.terminate()
+            throw ServerProcessError(output: output.withLockedValue { $0 })
+        }
+        port = found
+    }
+
+    var stdout: String { output.withLockedValue { $0 } }
+
+    /// Sends SIGTERM and waits for the exit status.
+    func terminate() async -> Int32 {
+        kill(process.processIdentifier, SIGTERM)
+        for _ in 0..<400 where process.isRunning {
+            try? await Task.sleep(for: .milliseconds(50))
+        }
+        return process.terminationStatus
+    }
+
+    func request(_ method: HTTPMethod, _ path: String, headers: [(String, String)] = [], json: String? = nil, timeout: TimeAmount = .seconds(30), using client: HTTPClient) async throws -> (status: Int, body: [String: Any]) {
+        var request = HTTPClientRequest(url: "http://127.0.0.1:\(port)\(path)")
+        request.method = method
+        for (name, value) in headers { request.headers.add(name: name, value: value) }
+        if let json {
+            request.headers.add(name: "Content-Type", value: "application/json")
+            request.body = .bytes(ByteBuffer(string: json))
+        }
+        let response = try await client.execute(request, timeout: timeout)
+        let body = try await response.body.collect(upTo: 1 << 20)
+        let object = (try? JSONSerialization.jsonObject(with: Data(body.readableBytesView))) as? [String: Any] ?? [:]
+        return (Int(response.status.code), object)
+    }
+}
+
+struct ServerProcessError: Error, CustomStringConvertible {
+    let output: String
+    var description: String { "keylight serve did not start; it printed: \(output)" }
+}
