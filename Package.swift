@@ -61,6 +61,10 @@ let package = Package(
             name: "keylight-bench",
             dependencies: [
                 "KeylightCore",
+                "KeylightServer",
+                .product(name: "AsyncHTTPClient", package: "async-http-client"),
+                .product(name: "Logging", package: "swift-log"),
+                .product(name: "NIOCore", package: "swift-nio"),
                 .product(name: "Crypto", package: "swift-crypto"),
                 .product(name: "ArgumentParser", package: "swift-argument-parser"),
             ]

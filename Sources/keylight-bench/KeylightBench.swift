@@ -3,11 +3,11 @@ import ArgumentParser
 /// `keylight-bench`: prints one JSON line per benchmark. Build it in release mode:
 /// `swift run -c release keylight-bench`.
 @main
-struct KeylightBench: ParsableCommand {
+struct KeylightBench: AsyncParsableCommand {
     static let configuration = CommandConfiguration(
         commandName: "keylight-bench",
         abstract: "Keylight benchmarks (JSON lines on stdout).",
-        subcommands: [CoreBenchmarks.self],
+        subcommands: [CoreBenchmarks.self, ServerBenchmarks.self],
         defaultSubcommand: CoreBenchmarks.self
     )
 }

@@ -93,3 +93,13 @@ import Testing
         #expect(!"\(key)".contains("AB12"))
     }
 }
+
+@Suite struct NormalisationTests {
+    @Test(arguments: [
+        " acme-ab12-cd34-ef56-gh78 ", "\tACME-AB12-CD34-EF56-GH78\r\n", "acme-ab12-cd34-ef56-gh78\u{0B}\u{0C}", "", "   ",
+        "\u{00A0}acme-ab12-cd34-ef56-gh78\u{2003}", "ｱcme", "straße-x",
+    ])
+    func asciiFastPathAgreesWithFoundation(input: String) {
+        #expect(LicenseKey.normalize(input) == input.trimmingCharacters(in: .whitespacesAndNewlines).uppercased())
+    }
+}

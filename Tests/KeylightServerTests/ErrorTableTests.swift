@@ -121,8 +121,26 @@ import Testing
             let reply = try await client.request(.get, "/acme/app/config")
             #expect(reply.code == "RATE_LIMITED")
             #expect(reply.headers[.retryAfter] != nil)
+            // Refused before routing, activate and validate still report their outcome field.
+            let activate = try await client.request(.post, "/acme/app/activate", body: "{}")
+            #expect(activate.status == .tooManyRequests && activate["activated"] as? Bool == false)
+            let validate = try await client.request(.post, "/acme/app/validate", body: "{}")
+            #expect(validate.status == .tooManyRequests && validate["valid"] as? Bool == false)
+            #expect(try await client.request(.post, "/acme/app/deactivate", body: "{}").json.keys.sorted() == ["code", "error"])
             // Health checks are never limited.
             #expect(try await client.request(.get, "/healthz").status == .ok)
         }
+    }
+}
+
+@Suite struct FieldTests {
+    @Test(arguments: ["a\u{0}", "a\u{1F}b", "\u{7F}", "x\u{85}y", "\u{9F}"])
+    func controlCharactersAreFound(text: String) {
+        #expect(Field.containsControlCharacter(text))
+    }
+
+    @Test(arguments: ["plain", "Studio Mac — Ünïcødé", "\u{A0}", "日本語", "emoji 🎉", "¢"])
+    func ordinaryTextIsNot(text: String) {
+        #expect(!Field.containsControlCharacter(text))
     }
 }

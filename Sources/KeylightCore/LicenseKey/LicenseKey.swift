@@ -62,7 +62,19 @@ public struct LicenseKey: Hashable, Sendable, CustomStringConvertible {
 
     /// Trims white space and upper-cases: the normalisation applied before any lookup or hash.
     public static func normalize(_ input: String) -> String {
-        input.trimmingCharacters(in: .whitespacesAndNewlines).uppercased()
+        // ASCII, the case of every real key, without the Unicode tables Foundation consults.
+        var bytes = Array(input.utf8)
+        guard bytes.allSatisfy({ $0 < 0x80 }) else {
+            return input.trimmingCharacters(in: .whitespacesAndNewlines).uppercased()
+        }
+        func isSpace(_ byte: UInt8) -> Bool { byte == 0x20 || (0x09...0x0D).contains(byte) }
+        while let last = bytes.last, isSpace(last) { bytes.removeLast() }
+        let start = bytes.firstIndex { !isSpace($0) } ?? bytes.endIndex
+        var out = Array(bytes[start...])
+        for index in out.indices where (UInt8(ascii: "a")...UInt8(ascii: "z")).contains(out[index]) {
+            out[index] -= 0x20
+        }
+        return String(decoding: out, as: UTF8.self)
     }
 
     /// `keyHash` of any text after normalisation, well-formed or not.

@@ -73,7 +73,7 @@ struct AdminRoutes {
             let (licenses, next) = try await service.licensePage(
                 tenantId: try context.parameters.require("tenant"), productId: try context.parameters.require("product"),
                 email: query.get("email"), status: query.get("status").flatMap { $0.isEmpty ? nil : $0 },
-                keySuffix: query.get("key_suffix"), limit: query.get("limit"), cursor: query.get("cursor").flatMap { $0.isEmpty ? nil : $0 }
+                keySuffix: query.get("key_suffix"), limit: query.get("limit").flatMap { $0.isEmpty ? nil : $0 }, cursor: query.get("cursor").flatMap { $0.isEmpty ? nil : $0 }
             )
             let now = service.clock.unixSeconds
             return try JSONBody.response(LicensePage(licenses: licenses.map { LicenseBody(license: $0, now: now) }, next_cursor: next))
@@ -125,7 +125,7 @@ struct AdminRoutes {
         }
         admin.get("/audit-log") { request, _ in
             let query = request.uri.queryParameters
-            let limit = try query.get("limit").map { text -> Int in
+            let limit = try query.get("limit").flatMap { $0.isEmpty ? nil : $0 }.map { text -> Int in
                 guard let value = Int(text), (1...500).contains(value) else { throw APIError.invalidRequest("limit must be 1-500.") }
                 return value
             } ?? 100

@@ -63,7 +63,7 @@ final class AdminService: Sendable {
     }
 
     func updateProduct(tenantId: String, productId: String, _ body: UpdateProductRequest, actor: Actor) async throws -> Product {
-        let name = try Field.optional(body.name, "name", max: 200)
+        let name = try body.name.map { name throws(APIError) in try Field.required(name, "name", max: 200) }
         if let days = body.trial_duration_days { _ = try Field.integer(days, "trial_duration_days", in: 0...3650) }
         guard let product = try await database.updateProduct(
             tenantId: tenantId, id: productId, name: name, trialDurationDays: body.trial_duration_days,

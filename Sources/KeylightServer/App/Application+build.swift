@@ -18,8 +18,8 @@ public struct StartupReport: Sendable {
 public struct KeylightServer: Sendable {
     public let application: Application<RouterResponder<KeylightRequestContext>>
     public let report: StartupReport
-    /// For tests and tools in this package; closed by the application at shutdown.
-    let database: Database
+    /// The server's database (closed by the application at shutdown), for tools such as bulk import.
+    public let database: Database
     let keyRing: KeyRing
 }
 

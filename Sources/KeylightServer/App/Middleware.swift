@@ -20,7 +20,7 @@ struct RequestObservationMiddleware: RouterMiddleware {
         do {
             response = try await next(request, context)
         } catch {
-            response = Self.errorResponse(error, context: context)
+            response = Self.errorResponse(error, context: context, outcomeField: Self.outcomeField(for: request))
         }
         response.headers[.keylightRequestId] = context.requestId
         let duration = ContinuousClock.now - start
@@ -34,29 +34,46 @@ struct RequestObservationMiddleware: RouterMiddleware {
         return response
     }
 
-    static func errorResponse(_ error: any Error, context: Context) -> Response {
+    /// Any error as the documented JSON. `outcomeField` is added as `false` (protocol: activate
+    /// errors carry `"activated":false`, validate errors `"valid":false`).
+    static func errorResponse(_ error: any Error, context: Context, outcomeField: String?) -> Response {
+        apiError(for: error, context: context).jsonResponse(outcomeField: outcomeField)
+    }
+
+    private static func apiError(for error: any Error, context: Context) -> APIError {
         switch error {
         case let error as APIError:
-            return error.jsonResponse(outcomeField: nil)
+            return error
         case is NIOTooManyBytesError:
-            return APIError.payloadTooLarge.jsonResponse(outcomeField: nil)
+            return .payloadTooLarge
         case let error as HTTPError:
             switch error.status {
-            case .notFound: return APIError.notFound("Route").jsonResponse(outcomeField: nil)
-            case .contentTooLarge: return APIError.payloadTooLarge.jsonResponse(outcomeField: nil)
-            case .methodNotAllowed: return APIError.methodNotAllowed.jsonResponse(outcomeField: nil)
+            case .notFound: return .notFound("Route")
+            case .contentTooLarge: return .payloadTooLarge
+            case .methodNotAllowed: return .methodNotAllowed
             default:
                 let status = error.status
                 return APIError(status: status, code: status.code < 500 ? "INVALID_REQUEST" : "INTERNAL", message: error.body ?? status.reasonPhrase)
-                    .jsonResponse(outcomeField: nil)
             }
         default:
             if StorageError.isUnavailable(error) {
                 context.logger.warning("database unavailable", metadata: ["error": "\(error)"])
-                return APIError.unavailable.jsonResponse(outcomeField: nil)
+                return .unavailable
             }
             context.logger.error("unhandled error", metadata: ["error": "\(String(reflecting: type(of: error)))"])
-            return APIError.internalError.jsonResponse(outcomeField: nil)
+            return .internalError
+        }
+    }
+
+    /// `activated` for `POST /<tenant>/<product>/activate`, `valid` for `…/validate`, else nil.
+    static func outcomeField(for request: Request) -> String? {
+        guard request.method == .post else { return nil }
+        let segments = request.uri.path.split(separator: "/", omittingEmptySubsequences: false)
+        guard segments.count == 4, segments[0].isEmpty else { return nil }
+        switch segments[3] {
+        case "activate": return "activated"
+        case "validate": return "valid"
+        default: return nil
         }
     }
 

@@ -3,6 +3,11 @@ public struct Tenant: Codable, Sendable, Hashable {
     public var id: String
     public var name: String
     public var createdAt: Int64
+
+    /// Column names: rows decode without a key strategy, which would re-derive snake case on every access.
+    enum CodingKeys: String, CodingKey {
+        case id, name, createdAt = "created_at"
+    }
 }
 
 /// A product: an app that licenses are sold for.
@@ -17,6 +22,11 @@ public struct Product: Codable, Sendable, Hashable {
     public var freeTierEnabled: Bool
     public var createdAt: Int64
     public var updatedAt: Int64
+
+    /// Column names: rows decode without a key strategy, which would re-derive snake case on every access.
+    enum CodingKeys: String, CodingKey {
+        case tenantId = "tenant_id", id, name, keyPrefix = "key_prefix", sdkKeyHash = "sdk_key_hash", trialDurationDays = "trial_duration_days", freeTierEnabled = "free_tier_enabled", createdAt = "created_at", updatedAt = "updated_at"
+    }
 }
 
 /// A kind of license a product sells: how many devices, for how long, with what.
@@ -37,6 +47,11 @@ public struct KeyType: Codable, Sendable, Hashable {
 
     public var entitlementCodes: [String] {
         entitlements.split(separator: ",").map(String.init)
+    }
+
+    /// Column names: rows decode without a key strategy, which would re-derive snake case on every access.
+    enum CodingKeys: String, CodingKey {
+        case tenantId = "tenant_id", productId = "product_id", id, displayName = "display_name", activationLimit = "activation_limit", durationDays = "duration_days", fallbackAccess = "fallback_access", leaseTtlSeconds = "lease_ttl_seconds", entitlements, createdAt = "created_at"
     }
 }
 
@@ -61,9 +76,32 @@ public struct License: Codable, Sendable, Hashable {
     public var createdAt: Int64
     public var updatedAt: Int64
 
+    public init(
+        id: String, tenantId: String, productId: String, keyTypeId: String, keyHash: String, maskedKey: String,
+        status: LicenseStatus, expiresAt: Int64?, customerEmail: String?, activeInstances: Int, createdAt: Int64, updatedAt: Int64
+    ) {
+        self.id = id
+        self.tenantId = tenantId
+        self.productId = productId
+        self.keyTypeId = keyTypeId
+        self.keyHash = keyHash
+        self.maskedKey = maskedKey
+        self.status = status
+        self.expiresAt = expiresAt
+        self.customerEmail = customerEmail
+        self.activeInstances = activeInstances
+        self.createdAt = createdAt
+        self.updatedAt = updatedAt
+    }
+
     /// True once `expiresAt` has passed.
     public func isExpired(at now: Int64) -> Bool {
         expiresAt.map { $0 <= now } ?? false
+    }
+
+    /// Column names: rows decode without a key strategy, which would re-derive snake case on every access.
+    enum CodingKeys: String, CodingKey {
+        case id, tenantId = "tenant_id", productId = "product_id", keyTypeId = "key_type_id", keyHash = "key_hash", maskedKey = "masked_key", status, expiresAt = "expires_at", customerEmail = "customer_email", activeInstances = "active_instances", createdAt = "created_at", updatedAt = "updated_at"
     }
 }
 
@@ -77,6 +115,11 @@ public struct Instance: Codable, Sendable, Hashable {
     public var activatedAt: Int64
     public var lastValidatedAt: Int64?
     public var deactivatedAt: Int64?
+
+    /// Column names: rows decode without a key strategy, which would re-derive snake case on every access.
+    enum CodingKeys: String, CodingKey {
+        case id, licenseId = "license_id", name, machineHash = "machine_hash", active, activatedAt = "activated_at", lastValidatedAt = "last_validated_at", deactivatedAt = "deactivated_at"
+    }
 }
 
 /// One line of the audit log.
@@ -89,4 +132,9 @@ public struct AuditEntry: Codable, Sendable, Hashable {
     public var target: String?
     /// JSON object with the change's parameters (never secrets).
     public var details: String
+
+    /// Column names: rows decode without a key strategy, which would re-derive snake case on every access.
+    enum CodingKeys: String, CodingKey {
+        case id, at, actor, action, tenantId = "tenant_id", target, details
+    }
 }

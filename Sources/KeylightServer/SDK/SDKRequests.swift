@@ -11,11 +11,21 @@ enum Field {
     static func optional(_ value: String?, _ name: String, max: Int) throws(APIError) -> String? {
         guard let value else { return nil }
         guard value.utf8.count <= max else { throw .invalidRequest("Field \(name) is longer than \(max) bytes.") }
-        // Control characters have no business in identifiers or names and break logs.
-        guard !value.unicodeScalars.contains(where: { $0.properties.generalCategory == .control }) else {
+        // Control characters (C0, DEL, C1) have no business in identifiers or names and break logs.
+        guard !containsControlCharacter(value) else {
             throw .invalidRequest("Field \(name) contains control characters.")
         }
         return value
+    }
+
+    /// Byte-level scan: C0 and DEL are single bytes; C1 (U+0080–U+009F) is 0xC2 followed by 0x80–0x9F.
+    static func containsControlCharacter(_ value: String) -> Bool {
+        var previous: UInt8 = 0
+        for byte in value.utf8 {
+            if byte < 0x20 || byte == 0x7F || (previous == 0xC2 && (0x80...0x9F).contains(byte)) { return true }
+            previous = byte
+        }
+        return false
     }
 
     /// A license key, normalised; a malformed key is a 400, as documented.

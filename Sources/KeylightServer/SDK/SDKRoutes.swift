@@ -10,52 +10,46 @@ struct SDKRoutes {
 
     func register(on router: Router<KeylightRequestContext>) {
         router.post("/:tenant/:product/activate") { request, context in
-            try await handle(request, context, outcomeField: "activated") { product, body in
+            try await handle(request, context) { product, body in
                 try await JSONBody.response(service.activate(decodeBody(ActivateRequest.self, from: body.readableBytesView), product: product))
             }
         }
         router.post("/:tenant/:product/validate") { request, context in
-            try await handle(request, context, outcomeField: "valid") { product, body in
+            try await handle(request, context) { product, body in
                 try await JSONBody.response(service.validate(decodeBody(ValidateRequest.self, from: body.readableBytesView), product: product))
             }
         }
         router.post("/:tenant/:product/deactivate") { request, context in
-            try await handle(request, context, outcomeField: nil) { product, body in
+            try await handle(request, context) { product, body in
                 try await JSONBody.response(service.deactivate(decodeBody(DeactivateRequest.self, from: body.readableBytesView), product: product))
             }
         }
         router.post("/:tenant/:product/keyless") { request, context in
-            try await handle(request, context, outcomeField: nil) { product, body in
+            try await handle(request, context) { product, body in
                 try await JSONBody.response(service.keyless(decodeBody(KeylessRequest.self, from: body.readableBytesView), product: product))
             }
         }
         router.get("/:tenant/:product/config") { request, context in
-            try await handle(request, context, outcomeField: nil, readsBody: false) { product, _ in
+            try await handle(request, context, readsBody: false) { product, _ in
                 try JSONBody.response(service.config(for: product, now: service.clock.unixSeconds))
             }
         }
     }
 
     /// The steps every SDK action shares, in the order their errors take precedence: body size
-    /// (413), SDK key and product (401/404), then the action. Errors are rendered here so that
-    /// activate and validate can add their `"activated":false` / `"valid":false`.
+    /// (413), SDK key and product (401/404), then the action. Errors are rendered by
+    /// ``RequestObservationMiddleware``, which adds `"activated":false` / `"valid":false`.
     private func handle(
-        _ request: Request, _ context: KeylightRequestContext, outcomeField: String?, readsBody: Bool = true,
+        _ request: Request, _ context: KeylightRequestContext, readsBody: Bool = true,
         _ action: (Product, ByteBuffer) async throws -> Response
     ) async throws -> Response {
-        do {
-            var request = request
-            let body = readsBody ? try await request.collectJSONBody(limit: limits.maxBodyBytes) : ByteBuffer()
-            let product = try await service.authorizedProduct(
-                tenantId: context.parameters.get("tenant") ?? "",
-                productId: context.parameters.get("product") ?? "",
-                sdkKey: request.headers[.keylightSDKKey]
-            )
-            return try await action(product, body)
-        } catch let error as APIError {
-            return error.jsonResponse(outcomeField: outcomeField)
-        } catch {
-            return RequestObservationMiddleware.errorResponse(error, context: context)
-        }
+        var request = request
+        let body = readsBody ? try await request.collectJSONBody(limit: limits.maxBodyBytes) : ByteBuffer()
+        let product = try await service.authorizedProduct(
+            tenantId: context.parameters.get("tenant") ?? "",
+            productId: context.parameters.get("product") ?? "",
+            sdkKey: request.headers[.keylightSDKKey]
+        )
+        return try await action(product, body)
     }
 }

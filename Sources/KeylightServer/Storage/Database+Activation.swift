@@ -16,6 +16,12 @@ struct LicenseGrant: Decodable, Sendable {
     var instanceMachineHash: String?
 
     var entitlementCodes: [String] { entitlements.split(separator: ",").map(String.init) }
+
+    enum CodingKeys: String, CodingKey {
+        case licenseId = "license_id", status, expiresAt = "expires_at", keyHash = "key_hash", activationLimit = "activation_limit"
+        case fallbackAccess = "fallback_access", leaseTtlSeconds = "lease_ttl_seconds", entitlements, instanceId = "instance_id"
+        case instanceActive = "instance_active", instanceMachineHash = "instance_machine_hash"
+    }
 }
 
 /// The result of an activation attempt, decided inside its transaction.
@@ -52,7 +58,7 @@ extension Database {
     /// The license (and optionally one of its instances) by key hash, within one product.
     func grant(keyHash: String, tenantId: String, productId: String, instanceId: String?) async throws -> LicenseGrant? {
         try await sql.raw(Self.grantQuery(keyHash: keyHash, tenantId: tenantId, productId: productId, instanceId: instanceId, lock: ""))
-            .first(decoding: LicenseGrant.self, keyDecodingStrategy: .convertFromSnakeCase)
+            .first(decoding: LicenseGrant.self)
     }
 
     /// Activates one instance, or finds the one this machine already has.
@@ -71,7 +77,7 @@ extension Database {
         let lock = lockRows(of: "l")
         return try await write { db in
             guard let grant = try await db.raw(Self.grantQuery(keyHash: keyHash, tenantId: tenantId, productId: productId, instanceId: existingInstanceId, lock: lock))
-                .first(decoding: LicenseGrant.self, keyDecodingStrategy: .convertFromSnakeCase) else {
+                .first(decoding: LicenseGrant.self) else {
                 return .licenseNotFound
             }
             if refuse(grant) { return .refused(grant) }

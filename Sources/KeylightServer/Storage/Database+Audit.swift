@@ -31,6 +31,6 @@ extension Database {
         if let tenantId { query += " AND tenant_id = \(bind: tenantId)" }
         if let beforeId { query += " AND id < \(bind: beforeId)" }
         query += " ORDER BY id DESC LIMIT \(literal: limit)"
-        return try await sql.raw(query).all(decoding: AuditEntry.self, keyDecodingStrategy: .convertFromSnakeCase)
+        return try await sql.raw(query).all(decoding: AuditEntry.self)
     }
 }

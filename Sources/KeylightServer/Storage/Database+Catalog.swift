@@ -18,12 +18,12 @@ extension Database {
 
     public func tenant(id: String) async throws -> Tenant? {
         try await sql.raw("SELECT id, name, created_at FROM tenants WHERE id = \(bind: id)")
-            .first(decoding: Tenant.self, keyDecodingStrategy: .convertFromSnakeCase)
+            .first(decoding: Tenant.self)
     }
 
     public func tenants() async throws -> [Tenant] {
         try await sql.raw("SELECT id, name, created_at FROM tenants ORDER BY id")
-            .all(decoding: Tenant.self, keyDecodingStrategy: .convertFromSnakeCase)
+            .all(decoding: Tenant.self)
     }
 
     // MARK: Products
@@ -60,7 +60,7 @@ extension Database {
                     updated_at = \(bind: now)
                 WHERE tenant_id = \(bind: tenantId) AND id = \(bind: id)
                 RETURNING \(Self.productColumns)
-                """).first(decoding: Product.self, keyDecodingStrategy: .convertFromSnakeCase)
+                """).first(decoding: Product.self)
             guard let updated else { return nil }
             var details: [String: String] = [:]
             if let name { details["name"] = name }
@@ -73,12 +73,12 @@ extension Database {
 
     public func product(tenantId: String, id: String) async throws -> Product? {
         try await sql.raw("SELECT \(Self.productColumns) FROM products WHERE tenant_id = \(bind: tenantId) AND id = \(bind: id)")
-            .first(decoding: Product.self, keyDecodingStrategy: .convertFromSnakeCase)
+            .first(decoding: Product.self)
     }
 
     public func products(tenantId: String) async throws -> [Product] {
         try await sql.raw("SELECT \(Self.productColumns) FROM products WHERE tenant_id = \(bind: tenantId) ORDER BY id")
-            .all(decoding: Product.self, keyDecodingStrategy: .convertFromSnakeCase)
+            .all(decoding: Product.self)
     }
 
     // MARK: Key types
@@ -109,12 +109,12 @@ extension Database {
         try await sql.raw("""
             SELECT \(Self.keyTypeColumns) FROM key_types
             WHERE tenant_id = \(bind: tenantId) AND product_id = \(bind: productId) AND id = \(bind: id)
-            """).first(decoding: KeyType.self, keyDecodingStrategy: .convertFromSnakeCase)
+            """).first(decoding: KeyType.self)
     }
 
     public func keyTypes(tenantId: String, productId: String) async throws -> [KeyType] {
         try await sql.raw("""
             SELECT \(Self.keyTypeColumns) FROM key_types WHERE tenant_id = \(bind: tenantId) AND product_id = \(bind: productId) ORDER BY id
-            """).all(decoding: KeyType.self, keyDecodingStrategy: .convertFromSnakeCase)
+            """).all(decoding: KeyType.self)
     }
 }

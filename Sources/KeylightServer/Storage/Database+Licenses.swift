@@ -22,12 +22,12 @@ extension Database {
     public func license(tenantId: String, productId: String, id: String) async throws -> License? {
         try await sql.raw("""
             SELECT \(Self.licenseColumns) FROM licenses WHERE id = \(bind: id) AND tenant_id = \(bind: tenantId) AND product_id = \(bind: productId)
-            """).first(decoding: License.self, keyDecodingStrategy: .convertFromSnakeCase)
+            """).first(decoding: License.self)
     }
 
     public func license(keyHash: String) async throws -> License? {
         try await sql.raw("SELECT \(Self.licenseColumns) FROM licenses WHERE key_hash = \(bind: keyHash)")
-            .first(decoding: License.self, keyDecodingStrategy: .convertFromSnakeCase)
+            .first(decoding: License.self)
     }
 
     /// A page of a product's licenses in id order, filtered by email and/or status.
@@ -38,17 +38,17 @@ extension Database {
         if let keySuffix { query += " AND masked_key LIKE \(bind: "%-" + keySuffix)" }
         if let afterId { query += " AND id > \(bind: afterId)" }
         query += " ORDER BY id LIMIT \(literal: limit)"
-        return try await sql.raw(query).all(decoding: License.self, keyDecodingStrategy: .convertFromSnakeCase)
+        return try await sql.raw(query).all(decoding: License.self)
     }
 
     public func instances(licenseId: String) async throws -> [Instance] {
         try await sql.raw("SELECT \(Self.instanceColumns) FROM instances WHERE license_id = \(bind: licenseId) ORDER BY activated_at, id")
-            .all(decoding: Instance.self, keyDecodingStrategy: .convertFromSnakeCase)
+            .all(decoding: Instance.self)
     }
 
     public func instance(id: String) async throws -> Instance? {
         try await sql.raw("SELECT \(Self.instanceColumns) FROM instances WHERE id = \(bind: id)")
-            .first(decoding: Instance.self, keyDecodingStrategy: .convertFromSnakeCase)
+            .first(decoding: Instance.self)
     }
 
     /// Sets an administrator's decision; nil when there is no such license.
@@ -58,7 +58,7 @@ extension Database {
                 UPDATE licenses SET status = \(bind: status.rawValue), updated_at = \(bind: now)
                 WHERE id = \(bind: id) AND tenant_id = \(bind: tenantId) AND product_id = \(bind: productId)
                 RETURNING \(Self.licenseColumns)
-                """).first(decoding: License.self, keyDecodingStrategy: .convertFromSnakeCase)
+                """).first(decoding: License.self)
             guard let updated else { return nil }
             try await Self.audit(db, at: now, actor: actor, action: action, tenantId: tenantId, target: id, details: ["status": status.rawValue])
             return updated
@@ -72,7 +72,7 @@ extension Database {
                 UPDATE licenses SET key_hash = \(bind: keyHash), masked_key = \(bind: maskedKey), updated_at = \(bind: now)
                 WHERE id = \(bind: id) AND tenant_id = \(bind: tenantId) AND product_id = \(bind: productId)
                 RETURNING \(Self.licenseColumns)
-                """).first(decoding: License.self, keyDecodingStrategy: .convertFromSnakeCase)
+                """).first(decoding: License.self)
             guard let updated else { return nil }
             try await Self.audit(db, at: now, actor: actor, action: "license.remint", tenantId: tenantId, target: id, details: ["masked_key": maskedKey])
             return updated
@@ -85,7 +85,7 @@ extension Database {
             let updated = try await db.raw("""
                 UPDATE licenses SET expires_at = \(bind: expiresAt), updated_at = \(bind: now) WHERE id = \(bind: licenseId)
                 RETURNING \(Self.licenseColumns)
-                """).first(decoding: License.self, keyDecodingStrategy: .convertFromSnakeCase)
+                """).first(decoding: License.self)
             guard let updated else { return nil }
             try await Self.audit(db, at: now, actor: actor, action: action, tenantId: updated.tenantId, target: licenseId, details: ["expires_at": expiresAt.map(String.init) ?? "lifetime"])
             return updated

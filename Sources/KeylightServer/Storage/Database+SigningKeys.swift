@@ -9,6 +9,10 @@ struct SigningKeyRow: Codable, Sendable {
     var status: SigningKeyStatus
     var createdAt: Int64
     var statusChangedAt: Int64
+
+    enum CodingKeys: String, CodingKey {
+        case kid, publicKey = "public_key", sealedPrivateKey = "sealed_private_key", status, createdAt = "created_at", statusChangedAt = "status_changed_at"
+    }
 }
 
 enum RetireOutcome: Sendable, Equatable {
@@ -19,7 +23,7 @@ extension Database {
     func signingKeyRows() async throws -> [SigningKeyRow] {
         try await sql.raw("""
             SELECT kid, public_key, sealed_private_key, status, created_at, status_changed_at FROM signing_keys ORDER BY created_at, kid
-            """).all(decoding: SigningKeyRow.self, keyDecodingStrategy: .convertFromSnakeCase)
+            """).all(decoding: SigningKeyRow.self)
     }
 
     /// Makes `row` the active key. With `replaceActive`, the current active key moves to

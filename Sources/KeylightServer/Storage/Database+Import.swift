@@ -1,0 +1,29 @@
+import SQLKit
+
+extension Database {
+    /// Inserts many licenses at once (migration from another system, load tests), in batches of
+    /// `batchSize` rows per statement and one transaction per batch. Audited as one entry per call.
+    public func importLicenses(_ licenses: [License], actor: Actor = .system, batchSize: Int = 500) async throws {
+        guard let first = licenses.first else { return }
+        var start = 0
+        while start < licenses.count {
+            let batch = Array(licenses[start..<min(start + batchSize, licenses.count)])
+            try await write { db in
+                var query: SQLQueryString = "INSERT INTO licenses (\(Self.licenseColumns)) VALUES "
+                for (index, license) in batch.enumerated() {
+                    if index > 0 { query += ", " }
+                    query += """
+                        (\(bind: license.id), \(bind: license.tenantId), \(bind: license.productId), \(bind: license.keyTypeId), \
+                        \(bind: license.keyHash), \(bind: license.maskedKey), \(bind: license.status.rawValue), \(bind: license.expiresAt), \
+                        \(bind: license.customerEmail), \(bind: license.activeInstances), \(bind: license.createdAt), \(bind: license.updatedAt))
+                        """
+                }
+                try await db.raw(query).run()
+            }
+            start += batchSize
+        }
+        try await write { db in
+            try await Self.audit(db, at: first.createdAt, actor: actor, action: "license.import", tenantId: first.tenantId, target: first.productId, details: ["count": "\(licenses.count)"])
+        }
+    }
+}
