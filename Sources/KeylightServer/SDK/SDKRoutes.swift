@@ -11,27 +11,27 @@ struct SDKRoutes {
     func register(on router: Router<KeylightRequestContext>) {
         router.post("/:tenant/:product/activate") { request, context in
             try await handle(request, context) { product, body in
-                try await JSONBody.response(service.activate(decodeBody(ActivateRequest.self, from: body.readableBytesView), product: product))
+                JSONBody.raw(try await service.activate(decodeBody(ActivateRequest.self, from: body.readableBytesView), product: product).jsonBytes)
             }
         }
         router.post("/:tenant/:product/validate") { request, context in
             try await handle(request, context) { product, body in
-                try await JSONBody.response(service.validate(decodeBody(ValidateRequest.self, from: body.readableBytesView), product: product))
+                JSONBody.raw(try await service.validate(decodeBody(ValidateRequest.self, from: body.readableBytesView), product: product).jsonBytes)
             }
         }
         router.post("/:tenant/:product/deactivate") { request, context in
             try await handle(request, context) { product, body in
-                try await JSONBody.response(service.deactivate(decodeBody(DeactivateRequest.self, from: body.readableBytesView), product: product))
+                JSONBody.raw(try await service.deactivate(decodeBody(DeactivateRequest.self, from: body.readableBytesView), product: product).jsonBytes)
             }
         }
         router.post("/:tenant/:product/keyless") { request, context in
             try await handle(request, context) { product, body in
-                try await JSONBody.response(service.keyless(decodeBody(KeylessRequest.self, from: body.readableBytesView), product: product))
+                JSONBody.raw(try await service.keyless(decodeBody(KeylessRequest.self, from: body.readableBytesView), product: product).jsonBytes)
             }
         }
         router.get("/:tenant/:product/config") { request, context in
             try await handle(request, context, readsBody: false) { product, _ in
-                try JSONBody.response(service.config(for: product, now: service.clock.unixSeconds))
+                JSONBody.raw(ConfigResponse(config: try service.config(for: product, now: service.clock.unixSeconds)).jsonBytes)
             }
         }
     }

@@ -1,0 +1,43 @@
+import Foundation
+import KeylightCore
+@testable import KeylightServer
+import Testing
+
+@Suite struct JSONWriterTests {
+    @Test func escapesWhatJSONRequires() throws {
+        let tricky = "quote\" backslash\\ newline\n tab\t bell\u{07} nul\u{0} é 日本 🎉 </script>"
+        var writer = JSONWriter()
+        writer.beginObject()
+        writer.key("s"); writer.string(tricky)
+        writer.key("n"); writer.integer(Int64.min)
+        writer.key("z"); writer.integer(nil)
+        writer.key("b"); writer.bool(false)
+        writer.key("a"); writer.strings(["x", "y\"z", ""])
+        writer.key("o"); writer.beginObject(); writer.key("inner"); writer.bool(true); writer.endObject()
+        writer.key("e"); writer.strings([])
+        writer.endObject()
+        let object = try #require(try JSONSerialization.jsonObject(with: Data(writer.bytes)) as? [String: Any])
+        #expect(object["s"] as? String == tricky)
+        #expect((object["n"] as? NSNumber)?.int64Value == Int64.min)
+        #expect(object["z"] is NSNull)
+        #expect(object["b"] as? Bool == false)
+        #expect(object["a"] as? [String] == ["x", "y\"z", ""])
+        #expect((object["o"] as? [String: Bool]) == ["inner": true])
+        #expect((object["e"] as? [String])?.isEmpty == true)
+    }
+
+    @Test func leaseRoundTripsThroughTheProtocolParser() throws {
+        let key = try SigningKey.generate(kid: "k1")
+        let lease = try Lease.sign(licenseKeyHash: String(repeating: "a", count: 64), instanceId: "i-1", issuedAt: 1, expiresAt: 2,
+                                   status: .active, entitlements: ["pro", "beta"], with: key)
+        let config = ProductConfig(tenantId: "t", productId: "p", trialDurationDays: 14, freeTierEnabled: true, issuedAt: 1, expiresAt: 9).signed(with: key)
+        let body = ValidateResponse(valid: true, licenseExpiresAt: nil, lease: lease, config: config).jsonBytes
+        let object = try #require(try JSONSerialization.jsonObject(with: Data(body)) as? [String: Any])
+        #expect(object.keys.sorted() == ["config", "lease", "license_expires_at", "valid"])
+        #expect(object["license_expires_at"] is NSNull)
+        let leaseData = try JSONSerialization.data(withJSONObject: try #require(object["lease"]))
+        #expect(try Lease(json: leaseData) == lease)
+        let configData = try JSONSerialization.data(withJSONObject: try #require(object["config"]))
+        #expect(try JSONDecoder().decode(SignedProductConfig.self, from: configData) == config)
+    }
+}
