@@ -1,10 +1,15 @@
 import Foundation
+import NIOConcurrencyHelpers
 import Prometheus
 
 /// The server's metrics, kept in a registry owned by the application (no global metrics
 /// system), exposed at `/metrics` in Prometheus text format.
 public struct ServerMetrics: Sendable {
     public let registry: PrometheusCollectorRegistry
+    /// Handles by label values: the registry validates names and help text on every `make…`
+    /// call, which is not work to repeat per request.
+    private let requestSeries = NIOLockedValueBox<[String: (Prometheus.Counter, DurationHistogram)]>([:])
+    private let counters = NIOLockedValueBox<[String: Prometheus.Counter]>([:])
 
     public init(registry: PrometheusCollectorRegistry = PrometheusCollectorRegistry()) {
         self.registry = registry
@@ -19,31 +24,48 @@ public struct ServerMetrics: Sendable {
     /// One finished request: `keylight_http_requests_total{route,method,status}` and
     /// `keylight_http_request_duration_seconds{route}`.
     func recordRequest(route: String, method: String, status: Int, duration: Duration) {
-        registry.makeCounter(
-            descriptor: MetricNameDescriptor(namespace: "keylight", subsystem: "http", metricName: "requests", unitName: "total", helpText: "HTTP requests by route, method and status."),
-            labels: [("route", route), ("method", method), ("status", String(status))]
-        ).increment()
-        registry.makeDurationHistogram(
-            descriptor: MetricNameDescriptor(namespace: "keylight", subsystem: "http", metricName: "request_duration", unitName: "seconds", helpText: "HTTP request latency by route."),
-            labels: [("route", route)],
-            buckets: Self.latencyBuckets
-        ).record(duration)
+        let key = "\(route) \(method) \(status)"
+        let series = requestSeries.withLockedValue { cache in
+            if let found = cache[key] { return found }
+            let made = (
+                registry.makeCounter(
+                    descriptor: MetricNameDescriptor(namespace: "keylight", subsystem: "http", metricName: "requests", unitName: "total", helpText: "HTTP requests by route, method and status."),
+                    labels: [("route", route), ("method", method), ("status", String(status))]
+                ),
+                registry.makeDurationHistogram(
+                    descriptor: MetricNameDescriptor(namespace: "keylight", subsystem: "http", metricName: "request_duration", unitName: "seconds", helpText: "HTTP request latency by route."),
+                    labels: [("route", route)],
+                    buckets: Self.latencyBuckets
+                )
+            )
+            cache[key] = made
+            return made
+        }
+        series.0.increment()
+        series.1.record(duration)
+    }
+
+    private func counter(_ name: String, help: String, result: String) -> Prometheus.Counter {
+        counters.withLockedValue { cache in
+            let key = name + " " + result
+            if let found = cache[key] { return found }
+            let made = registry.makeCounter(
+                descriptor: MetricNameDescriptor(namespace: "keylight", metricName: name, unitName: "total", helpText: help),
+                labels: [("result", result)]
+            )
+            cache[key] = made
+            return made
+        }
     }
 
     /// `keylight_activations_total{result}`: activated, existing, limit_reached, refused, not_found, invalid.
     func recordActivation(_ result: String) {
-        registry.makeCounter(
-            descriptor: MetricNameDescriptor(namespace: "keylight", metricName: "activations", unitName: "total", helpText: "Activation attempts by result."),
-            labels: [("result", result)]
-        ).increment()
+        counter("activations", help: "Activation attempts by result.", result: result).increment()
     }
 
     /// `keylight_validations_total{result}`: valid, fallback, expired, refused, not_found, invalid.
     func recordValidation(_ result: String) {
-        registry.makeCounter(
-            descriptor: MetricNameDescriptor(namespace: "keylight", metricName: "validations", unitName: "total", helpText: "Validations by result."),
-            labels: [("result", result)]
-        ).increment()
+        counter("validations", help: "Validations by result.", result: result).increment()
     }
 
     /// The Prometheus text exposition.
