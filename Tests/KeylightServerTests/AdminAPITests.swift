@@ -93,6 +93,8 @@ import Testing
                 #expect(licenses.count <= 3)
                 seen += licenses.compactMap { $0["id"] as? String }
                 #expect(licenses.allSatisfy { ($0["masked_key"] as? String)?.contains("····") == true })
+                // Always present: a string, or null on the last page.
+                #expect(page.json.keys.contains("next_cursor"))
                 cursor = page["next_cursor"] as? String
             } while cursor != nil
             #expect(seen.count == 7 && Set(seen).count == 7)

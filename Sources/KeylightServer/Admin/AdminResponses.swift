@@ -1,5 +1,21 @@
 import KeylightCore
 
+/// Encodes `nil` as `null` instead of leaving the key out, for fields whose absence and
+/// nullness mean different things to clients (`expires_at: null` is a lifetime license).
+@propertyWrapper
+struct ExplicitNull<Value: Encodable>: Encodable {
+    var wrappedValue: Value?
+
+    init(wrappedValue: Value?) {
+        self.wrappedValue = wrappedValue
+    }
+
+    func encode(to encoder: any Encoder) throws {
+        var container = encoder.singleValueContainer()
+        if let wrappedValue { try container.encode(wrappedValue) } else { try container.encodeNil() }
+    }
+}
+
 struct TenantBody: Encodable {
     var id: String
     var name: String
@@ -31,7 +47,7 @@ struct KeyTypeBody: Encodable {
     var product_id: String
     var display_name: String
     var activation_limit: Int
-    var duration_days: Int?
+    @ExplicitNull var duration_days: Int?
     var fallback_access: Bool
     var lease_ttl_seconds: Int64
     var entitlements: [String]
@@ -46,22 +62,6 @@ struct KeyTypeBody: Encodable {
         lease_ttl_seconds = keyType.leaseTtlSeconds
         entitlements = keyType.entitlementCodes
     }
-
-    enum CodingKeys: String, CodingKey {
-        case id, product_id, display_name, activation_limit, duration_days, fallback_access, lease_ttl_seconds, entitlements
-    }
-
-    func encode(to encoder: any Encoder) throws {
-        var c = encoder.container(keyedBy: CodingKeys.self)
-        try c.encode(id, forKey: .id)
-        try c.encode(product_id, forKey: .product_id)
-        try c.encode(display_name, forKey: .display_name)
-        try c.encode(activation_limit, forKey: .activation_limit)
-        try c.encode(duration_days, forKey: .duration_days)
-        try c.encode(fallback_access, forKey: .fallback_access)
-        try c.encode(lease_ttl_seconds, forKey: .lease_ttl_seconds)
-        try c.encode(entitlements, forKey: .entitlements)
-    }
 }
 
 struct InstanceBody: Encodable {
@@ -69,8 +69,8 @@ struct InstanceBody: Encodable {
     var instance_name: String
     var active: Bool
     var activated_at: Int64
-    var last_validated_at: Int64?
-    var deactivated_at: Int64?
+    @ExplicitNull var last_validated_at: Int64?
+    @ExplicitNull var deactivated_at: Int64?
 
     init(_ instance: Instance) {
         instance_id = instance.id
@@ -79,20 +79,6 @@ struct InstanceBody: Encodable {
         activated_at = instance.activatedAt
         last_validated_at = instance.lastValidatedAt
         deactivated_at = instance.deactivatedAt
-    }
-
-    enum CodingKeys: String, CodingKey {
-        case instance_id, instance_name, active, activated_at, last_validated_at, deactivated_at
-    }
-
-    func encode(to encoder: any Encoder) throws {
-        var c = encoder.container(keyedBy: CodingKeys.self)
-        try c.encode(instance_id, forKey: .instance_id)
-        try c.encode(instance_name, forKey: .instance_name)
-        try c.encode(active, forKey: .active)
-        try c.encode(activated_at, forKey: .activated_at)
-        try c.encode(last_validated_at, forKey: .last_validated_at)
-        try c.encode(deactivated_at, forKey: .deactivated_at)
     }
 }
 
@@ -127,15 +113,7 @@ struct LicenseBody: Encodable {
 
 struct LicensePage: Encodable {
     var licenses: [LicenseBody]
-    var next_cursor: String?
-
-    enum CodingKeys: String, CodingKey { case licenses, next_cursor }
-
-    func encode(to encoder: any Encoder) throws {
-        var c = encoder.container(keyedBy: CodingKeys.self)
-        try c.encode(licenses, forKey: .licenses)
-        try c.encode(next_cursor, forKey: .next_cursor)
-    }
+    @ExplicitNull var next_cursor: String?
 }
 
 struct SigningKeyBody: Encodable {
@@ -146,16 +124,8 @@ struct SigningKeyBody: Encodable {
 }
 
 struct AuditPage: Encodable {
-    var entries: [AuditEntry]
-    var next_cursor: String?
-
-    enum CodingKeys: String, CodingKey { case entries, next_cursor }
-
-    func encode(to encoder: any Encoder) throws {
-        var c = encoder.container(keyedBy: CodingKeys.self)
-        try c.encode(entries.map(AuditEntryBody.init), forKey: .entries)
-        try c.encode(next_cursor, forKey: .next_cursor)
-    }
+    var entries: [AuditEntryBody]
+    @ExplicitNull var next_cursor: String?
 }
 
 struct AuditEntryBody: Encodable {

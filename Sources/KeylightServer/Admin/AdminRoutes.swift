@@ -136,7 +136,7 @@ struct AdminRoutes {
             let tenant = query.get("tenant").flatMap { $0.isEmpty ? nil : $0 }
             let entries = try await service.database.auditLog(tenantId: tenant, limit: limit + 1, beforeId: before)
             let page = Array(entries.prefix(limit))
-            return try JSONBody.response(AuditPage(entries: page, next_cursor: entries.count > limit ? page.last.map { String($0.id) } : nil))
+            return try JSONBody.response(AuditPage(entries: page.map(AuditEntryBody.init), next_cursor: entries.count > limit ? page.last.map { String($0.id) } : nil))
         }
     }
 

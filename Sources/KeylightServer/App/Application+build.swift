@@ -85,8 +85,8 @@ func assemble(
         // Shut down in reverse order: flush validation times, stop key refresh, then close the database.
         services: [
             DatabaseCloseService(database: database),
-            KeyRingRefreshService(keyRing: keyRing, interval: configuration.keyRefreshInterval, logger: logger),
-            TouchFlushService(buffer: touches, database: database, interval: configuration.touchFlushInterval, logger: logger),
+            PeriodicService.refreshing(keyRing, every: configuration.keyRefreshInterval, logger: logger),
+            PeriodicService.flushing(touches, to: database, every: configuration.touchFlushInterval, logger: logger),
         ],
         onServerRunning: onServerRunning,
         logger: logger

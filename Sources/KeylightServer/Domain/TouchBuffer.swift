@@ -1,6 +1,5 @@
 import Logging
 import NIOConcurrencyHelpers
-import ServiceLifecycle
 
 /// Validation times waiting to be written. Validation is the hottest path and its only write
 /// is "last seen"; batching those into one transaction a second keeps validate a pure read.
@@ -29,34 +28,20 @@ final class TouchBuffer: Sendable {
     }
 }
 
-/// Writes buffered validation times every `interval`, and once more at shutdown.
-struct TouchFlushService: Service {
-    let buffer: TouchBuffer
-    let database: Database
-    let interval: Duration
-    let logger: Logger
-
-    func run() async throws {
-        while !Task.isShuttingDownGracefully {
+extension PeriodicService {
+    /// Writes buffered validation times every `interval`, and once more at shutdown.
+    static func flushing(_ buffer: TouchBuffer, to database: Database, every interval: Duration, logger: Logger) -> PeriodicService {
+        let flush: @Sendable () async -> Void = {
+            let times = buffer.drain()
+            guard !times.isEmpty else { return }
             do {
-                try await cancelWhenGracefulShutdown { try await Task.sleep(for: interval) }
+                try await database.touchInstances(times)
             } catch {
-                break
+                // Keep them for the next round rather than drop them.
+                buffer.restore(times)
+                logger.debug("could not record validation times", metadata: ["error": "\(error)"])
             }
-            await flush()
         }
-        await flush()
-    }
-
-    func flush() async {
-        let times = buffer.drain()
-        guard !times.isEmpty else { return }
-        do {
-            try await database.touchInstances(times)
-        } catch {
-            // Keep them for the next round rather than drop them.
-            buffer.restore(times)
-            logger.debug("could not record validation times", metadata: ["error": "\(error)"])
-        }
+        return PeriodicService(interval: interval, tick: flush, finish: flush)
     }
 }

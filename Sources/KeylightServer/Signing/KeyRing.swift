@@ -6,7 +6,7 @@ import NIOConcurrencyHelpers
 
 /// The server's signing keys: the active private key (decrypted in memory) and the public
 /// keyset. Several processes share the keys through the database; each reloads its snapshot
-/// after its own rotations and periodically (``KeyRingRefreshService``) to see others'.
+/// after its own rotations and periodically (``PeriodicService/refreshing(_:every:logger:)``) to see others'.
 public final class KeyRing: Sendable {
     /// One consistent view of the keys.
     public struct Snapshot: Sendable {
