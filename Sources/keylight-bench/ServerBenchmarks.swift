@@ -24,6 +24,9 @@ struct ServerBenchmarks: AsyncParsableCommand {
     @Option(help: "Total licenses for the large-database validate run (0 skips it).")
     var largeLicenses = 1_000_000
 
+    @Option(help: "SQLite connection pool size.")
+    var poolSize = ServerConfiguration().poolSize
+
     @Option(help: "Comma-separated phases to run: healthz, validate, activate, large.")
     var phases = "healthz,validate,activate,large"
 
@@ -39,6 +42,7 @@ struct ServerBenchmarks: AsyncParsableCommand {
         configuration.port = 0
         configuration.adminToken = "bench-token"
         configuration.limits = .unlimited
+        configuration.poolSize = poolSize
         let (ports, portContinuation) = AsyncStream.makeStream(of: Int.self)
         let server = try await buildApplication(configuration: configuration, logger: logger) { channel in
             portContinuation.yield(channel.localAddress?.port ?? 0)
