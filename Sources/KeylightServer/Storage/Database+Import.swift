@@ -3,7 +3,8 @@ import SQLKit
 extension Database {
     /// Inserts many licenses at once (migration from another system, load tests), in batches of
     /// `batchSize` rows per statement and one transaction per batch. Audited as one entry per call.
-    public func importLicenses(_ licenses: [License], actor: Actor = .system, batchSize: Int = 500) async throws {
+    /// With `tidy`, refreshes planner statistics and compacts the log afterwards (do it once, after the last call).
+    public func importLicenses(_ licenses: [License], actor: Actor = .system, batchSize: Int = 500, tidy: Bool = false) async throws {
         guard let first = licenses.first else { return }
         var start = 0
         while start < licenses.count {
@@ -25,5 +26,6 @@ extension Database {
         try await write { db in
             try await Self.audit(db, at: first.createdAt, actor: actor, action: "license.import", tenantId: first.tenantId, target: first.productId, details: ["count": "\(licenses.count)"])
         }
+        if tidy { try await tidyAfterBulkWrite() }
     }
 }

@@ -8,9 +8,9 @@ public struct Database: Sendable {
     private let writerGate: AsyncResourcePool<Void>?
     private let closeConnections: @Sendable () async -> Void
 
-    init(sql: any SQLDatabase, close: @escaping @Sendable () async -> Void) {
+    init(sql: any SQLDatabase, driver: DriverTraits, close: @escaping @Sendable () async -> Void) {
         self.sql = sql
-        self.capabilities = StorageCapabilities(database: sql)
+        self.capabilities = StorageCapabilities(database: sql, driver: driver)
         self.writerGate = capabilities.serializesWritersInProcess ? AsyncResourcePool([()]) : nil
         self.closeConnections = close
     }
@@ -18,7 +18,14 @@ public struct Database: Sendable {
     /// The embedded SQLite database at `path`, or in memory when `path` is nil.
     public static func sqlite(path: String?, poolSize: Int = 4, logger: Logger) async throws -> Database {
         let (sql, close) = try await SQLiteStorage.open(path: path, poolSize: poolSize, logger: logger)
-        return Database(sql: sql, close: close)
+        return Database(sql: sql, driver: .sqlite, close: close)
+    }
+
+    /// Runs the driver's after-bulk-write statements (outside any transaction).
+    func tidyAfterBulkWrite() async throws {
+        for statement in capabilities.afterBulkWrite {
+            try await sql.raw(SQLQueryString(statement)).run()
+        }
     }
 
     /// Runs `body` in one write transaction on one connection: committed if it returns,

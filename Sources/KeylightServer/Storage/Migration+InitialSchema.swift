@@ -41,14 +41,15 @@ extension Migration {
             )
             """,
             // active_instances mirrors COUNT(active instances) and is only ever changed by a
-            // conditional UPDATE, which is what makes the activation cap atomic.
+            // conditional UPDATE, which is what makes the activation cap atomic. Stored in key-hash
+            // order: every SDK request looks a license up by its key hash.
             """
             CREATE TABLE licenses (
-                id TEXT PRIMARY KEY,
+                key_hash TEXT PRIMARY KEY,
+                id TEXT NOT NULL UNIQUE,
                 tenant_id TEXT NOT NULL,
                 product_id TEXT NOT NULL,
                 key_type_id TEXT NOT NULL,
-                key_hash TEXT NOT NULL UNIQUE,
                 masked_key TEXT NOT NULL,
                 status TEXT NOT NULL,
                 expires_at \(c.bigint),
@@ -57,7 +58,7 @@ extension Migration {
                 created_at \(c.bigint) NOT NULL,
                 updated_at \(c.bigint) NOT NULL,
                 FOREIGN KEY (tenant_id, product_id, key_type_id) REFERENCES key_types (tenant_id, product_id, id)
-            )
+            )\(c.clusteredTable)
             """,
             "CREATE INDEX licenses_by_product ON licenses (tenant_id, product_id, id)",
             "CREATE INDEX licenses_by_email ON licenses (tenant_id, product_id, customer_email)",
@@ -71,7 +72,7 @@ extension Migration {
                 activated_at \(c.bigint) NOT NULL,
                 last_validated_at \(c.bigint),
                 deactivated_at \(c.bigint)
-            )
+            )\(c.clusteredTable)
             """,
             "CREATE INDEX instances_by_license ON instances (license_id)",
             // One active instance per machine and license: concurrent re-activations of one

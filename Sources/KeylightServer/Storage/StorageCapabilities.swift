@@ -17,8 +17,15 @@ struct StorageCapabilities: Sendable {
     let autoIncrementPrimaryKey: String
     let bigint: String
     let blob: String
+    /// Appended to `CREATE TABLE` for tables stored in primary-key order (SQLite's
+    /// `WITHOUT ROWID`), so a lookup by primary key is one B-tree descent, not two.
+    let clusteredTable: String
+    /// Statements that tidy up after a bulk write (statistics, write-ahead log).
+    let afterBulkWrite: [String]
 
-    init(database: any SQLDatabase) {
+    init(database: any SQLDatabase, driver: DriverTraits) {
+        clusteredTable = driver.clusteredTable
+        afterBulkWrite = driver.afterBulkWrite
         let dialect = database.dialect
         let lock = dialect.exclusiveSelectLockExpression.map { database.serialize($0).sql }
         rowLockClause = lock
@@ -32,4 +39,16 @@ struct StorageCapabilities: Sendable {
             ? "\(bigint) \(clause) PRIMARY KEY"
             : "INTEGER PRIMARY KEY \(clause)"
     }
+}
+
+/// What the driver knows that sql-kit's dialect does not say.
+struct DriverTraits: Sendable {
+    var clusteredTable = ""
+    var afterBulkWrite = ["ANALYZE"]
+
+    static let sqlite = DriverTraits(
+        clusteredTable: " WITHOUT ROWID",
+        // Fresh planner statistics, and the write-ahead log folded back into the database file.
+        afterBulkWrite: ["ANALYZE", "PRAGMA wal_checkpoint(TRUNCATE)"]
+    )
 }
