@@ -6,6 +6,8 @@ extension Database {
     /// With `tidy`, refreshes planner statistics and compacts the log afterwards (do it once, after the last call).
     public func importLicenses(_ licenses: [License], actor: Actor = .system, batchSize: Int = 500, tidy: Bool = false) async throws {
         guard let first = licenses.first else { return }
+        // Licenses are stored in key-hash order; inserting in that order keeps page splits local.
+        let licenses = licenses.sorted { $0.keyHash < $1.keyHash }
         var start = 0
         while start < licenses.count {
             let batch = Array(licenses[start..<min(start + batchSize, licenses.count)])
