@@ -6,6 +6,7 @@ let package = Package(
     platforms: [.macOS(.v14), .iOS(.v17), .tvOS(.v17), .watchOS(.v10), .visionOS(.v1)],
     products: [
         .library(name: "KeylightCore", targets: ["KeylightCore"]),
+        .library(name: "Keylight", targets: ["Keylight"]),
         .library(name: "KeylightServer", targets: ["KeylightServer"]),
         .executable(name: "keylight", targets: ["keylight"]),
         .executable(name: "keylight-bench", targets: ["keylight-bench"]),
@@ -32,6 +33,11 @@ let package = Package(
             dependencies: [.product(name: "Crypto", package: "swift-crypto")]
         ),
         .target(
+            // The SDK apps embed: swift-crypto and Foundation only.
+            name: "Keylight",
+            dependencies: ["KeylightCore", .product(name: "Crypto", package: "swift-crypto")]
+        ),
+        .target(
             name: "KeylightServer",
             dependencies: [
                 "KeylightCore",
@@ -53,6 +59,7 @@ let package = Package(
             dependencies: [
                 "KeylightCore",
                 "KeylightServer",
+                "Keylight",
                 .product(name: "Logging", package: "swift-log"),
                 .product(name: "ArgumentParser", package: "swift-argument-parser"),
             ]
@@ -61,6 +68,7 @@ let package = Package(
             name: "keylight-bench",
             dependencies: [
                 "KeylightCore",
+                "Keylight",
                 "KeylightServer",
                 .product(name: "AsyncHTTPClient", package: "async-http-client"),
                 .product(name: "Logging", package: "swift-log"),
@@ -72,6 +80,15 @@ let package = Package(
         .testTarget(
             name: "KeylightCoreTests",
             dependencies: ["KeylightCore", .product(name: "Crypto", package: "swift-crypto")]
+        ),
+        .testTarget(
+            name: "KeylightTests",
+            dependencies: ["Keylight", "KeylightCore", .product(name: "Crypto", package: "swift-crypto")]
+        ),
+        .testTarget(
+            // The SDK against a live server.
+            name: "KeylightEndToEndTests",
+            dependencies: ["Keylight", "KeylightServer", "KeylightCore", .product(name: "Logging", package: "swift-log"), .product(name: "Crypto", package: "swift-crypto")]
         ),
         .testTarget(
             name: "KeylightServerTests",

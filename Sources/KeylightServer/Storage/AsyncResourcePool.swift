@@ -12,9 +12,12 @@ final class AsyncResourcePool<Resource: Sendable>: Sendable {
     }
 
     private let state: NIOLockedValueBox<State>
+    /// Receives resources given back after ``close()`` (they were in use when it was called).
+    private let discard: @Sendable (Resource) -> Void
 
-    init(_ resources: [Resource]) {
+    init(_ resources: [Resource], discard: @escaping @Sendable (Resource) -> Void = { _ in }) {
         state = NIOLockedValueBox(State(idle: resources))
+        self.discard = discard
     }
 
     /// Waits for a resource. Throws `StorageError.closed` after ``close()``.
@@ -30,16 +33,21 @@ final class AsyncResourcePool<Resource: Sendable>: Sendable {
         }
     }
 
-    /// Returns a resource: to the longest waiter, else to the idle set.
+    /// Returns a resource: to the longest waiter, else to the idle set; after ``close()``, to `discard`.
     func release(_ resource: Resource) {
-        let waiter: CheckedContinuation<Resource, any Error>? = state.withLockedValue { state in
+        let next: ReleaseStep = state.withLockedValue { state in
+            if state.closed { return .discard }
             if state.waiters.isEmpty {
                 state.idle.append(resource)
-                return nil
+                return .idle
             }
-            return state.waiters.removeFirst()
+            return .waiter(state.waiters.removeFirst())
         }
-        waiter?.resume(returning: resource)
+        switch next {
+        case .waiter(let waiter): waiter.resume(returning: resource)
+        case .idle: break
+        case .discard: discard(resource)
+        }
     }
 
     /// Runs `body` with a resource held for its whole duration.
@@ -55,7 +63,12 @@ final class AsyncResourcePool<Resource: Sendable>: Sendable {
         }
     }
 
-    /// Fails every waiter and every later `acquire`; returns the resources that were idle.
+    private enum ReleaseStep {
+        case waiter(CheckedContinuation<Resource, any Error>), idle, discard
+    }
+
+    /// Fails every waiter and every later `acquire`; returns the resources that were idle (those
+    /// in use go to `discard` when released).
     func close() -> [Resource] {
         let (waiters, idle) = state.withLockedValue { state in
             state.closed = true

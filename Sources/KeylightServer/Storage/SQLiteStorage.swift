@@ -42,16 +42,25 @@ enum SQLiteStorage {
                 _ = try await connection.query("PRAGMA foreign_keys = ON")
             }
         } catch {
-            for connection in connections { try? await connection.close() }
+            await closeAll(connections)
             throw error
         }
-        let pool = AsyncResourcePool(connections)
+        // A connection in use when the pool closes is closed when it comes back.
+        let pool = AsyncResourcePool(connections, discard: { connection in Task { await closeAll([connection]) } })
         let database = PooledSQLiteDatabase(pool: pool, logger: logger, eventLoop: MultiThreadedEventLoopGroup.singleton.any())
         let close: @Sendable () async -> Void = {
-            for connection in pool.close() { try? await connection.close() }
+            await closeAll(pool.close())
         }
         return (database, close)
     }
+}
+
+/// Closes connections in a task of their own: closing must finish even when the caller is being
+/// cancelled (an unclosed sqlite-nio connection asserts when it is freed).
+private func closeAll(_ connections: [SQLiteConnection]) async {
+    await Task {
+        for connection in connections { try? await connection.close() }
+    }.value
 }
 
 /// An `SQLDatabase` over the pool: each statement borrows any connection; `withSession` holds

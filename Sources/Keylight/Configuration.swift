@@ -1,0 +1,66 @@
+import Crypto
+import Foundation
+import KeylightCore
+
+/// How an app's `LicenseManager` talks to its server and what it trusts.
+public struct Configuration: Sendable {
+    /// The server's base URL, for example `https://licenses.example.com`.
+    public var serverURL: URL
+    public var tenantId: String
+    public var productId: String
+    /// The product's SDK key (identifies the app to the server; not a secret from the user).
+    public var sdkKey: String
+    /// The 4-character prefix of this product's license keys; other keys are refused locally.
+    public var keyPrefix: String
+    /// Every signing key the app trusts, by kid (ship the next key before rotating to it).
+    public var trustedKeys: [String: Curve25519.Signing.PublicKey]
+    /// Trial length until a signed product config has been verified.
+    public var trialDaysSeed: Int
+    /// What the app expects of the free tier; a free tier is granted only by a verified config.
+    public var freeTierSeed: Bool
+    /// The name this device registers under (shown to the customer and the developer).
+    public var instanceName: String
+    public var refreshPolicy: RefreshPolicy
+    public var clock: any WallClock
+    public var store: any SecureStore
+    public var transport: any Transport
+
+    public init(
+        serverURL: URL,
+        tenantId: String,
+        productId: String,
+        sdkKey: String,
+        keyPrefix: String,
+        trustedKeys: [String: Curve25519.Signing.PublicKey],
+        trialDaysSeed: Int = 0,
+        freeTierSeed: Bool = false,
+        instanceName: String = ProcessInfo.processInfo.hostName,
+        refreshPolicy: RefreshPolicy = RefreshPolicy(),
+        clock: any WallClock = SystemWallClock(),
+        store: (any SecureStore)? = nil,
+        transport: (any Transport)? = nil
+    ) {
+        self.serverURL = serverURL
+        self.tenantId = tenantId
+        self.productId = productId
+        self.sdkKey = sdkKey
+        self.keyPrefix = keyPrefix
+        self.trustedKeys = trustedKeys
+        self.trialDaysSeed = trialDaysSeed
+        self.freeTierSeed = freeTierSeed
+        self.instanceName = instanceName
+        self.refreshPolicy = refreshPolicy
+        self.clock = clock
+        self.store = store ?? Self.defaultStore(tenantId: tenantId, productId: productId)
+        self.transport = transport ?? URLSessionTransport(baseURL: serverURL)
+    }
+
+    /// The Keychain on Apple platforms; an encrypted file store elsewhere.
+    public static func defaultStore(tenantId: String, productId: String) -> any SecureStore {
+        #if canImport(Security)
+        KeychainStore(service: "dev.keylight.\(tenantId).\(productId)")
+        #else
+        EncryptedFileStore(directory: EncryptedFileStore.defaultDirectory(name: "\(tenantId)-\(productId)"))
+        #endif
+    }
+}

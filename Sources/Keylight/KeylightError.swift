@@ -1,0 +1,25 @@
+/// An error the SDK surfaces. `code` is stable; server errors carry the server's code.
+public struct KeylightError: Error, Hashable, Sendable, CustomStringConvertible {
+    public let code: String
+    public let message: String
+
+    public init(code: String, message: String) {
+        self.code = code
+        self.message = message
+    }
+
+    public var description: String { "\(code): \(message)" }
+
+    /// The text is not a license key of this product's format.
+    public static let invalidKeyFormat = Self(code: "INVALID_KEY_FORMAT", message: "That is not a license key for this app.")
+    /// The server could not be reached, or answered 5xx/429; nothing changed.
+    public static func transient(_ reason: String) -> Self { Self(code: "TRANSIENT", message: reason) }
+    /// The server answered with a lease this app cannot trust (unknown kid or bad signature).
+    public static let untrustedLease = Self(code: "UNTRUSTED_LEASE", message: "The server's lease is not signed by a key this app trusts.")
+    /// The server refused the request; `code` is the server's (for example `ACTIVATION_LIMIT_REACHED`).
+    public static func server(code: String, message: String) -> Self { Self(code: code, message: message) }
+    /// There is no license to deactivate.
+    public static let notActivated = Self(code: "NOT_ACTIVATED", message: "No license is active on this device.")
+    /// The secure store could not be read or written.
+    public static func storage(_ reason: String) -> Self { Self(code: "STORAGE", message: reason) }
+}

@@ -1,0 +1,59 @@
+import Foundation
+import KeylightCore
+
+extension LicenseManager {
+    /// Activates `key` on this device. On success the state is decided by the new lease, which
+    /// must verify against the trusted keys; any failure leaves the state as it was.
+    public func activate(key text: String) async throws {
+        guard let key = try? LicenseKey(text), key.prefix == configuration.keyPrefix else {
+            lastError = .invalidKeyFormat
+            throw KeylightError.invalidKeyFormat
+        }
+        let machine = try machineHash()
+        let freeTierId = state == .freeTier ? stored.keylessInstanceId : nil
+        let reply = await client.activate(key: key.text, instanceName: configuration.instanceName, machineHash: machine, freeTierInstanceId: freeTierId)
+        let now = configuration.clock.unixSeconds
+        switch reply {
+        case .success(let body):
+            let verification = body.lease.verify(with: resolver.trustedKeys, now: now)
+            guard verification.isTrusted, !verification.expired, body.lease.instanceId == body.instance_id,
+                  body.lease.licenseKeyHash == key.keyHash else {
+                lastError = .untrustedLease
+                throw KeylightError.untrustedLease
+            }
+            stored.licenseKey = key.text
+            stored.instanceId = body.instance_id
+            stored.lease = body.lease
+            stored.rejection = nil
+            stored.lastRefresh = now
+            stored.lastAttempt = now
+            sawServer(at: now)
+            failures = 0
+            lastError = nil
+            persist()
+            resolve()
+            schedule(now: now)
+        case .rejected(let error), .transient(let error, _):
+            lastError = error
+            throw error
+        }
+    }
+
+    /// Frees this device's slot on the server and forgets the license; the trial (which started
+    /// at the first launch) is evaluated again. Offline, nothing changes and the error is thrown.
+    public func deactivate() async throws {
+        guard let key = stored.licenseKey, let instanceId = stored.instanceId else { throw KeylightError.notActivated }
+        switch await client.deactivate(key: key, instanceId: instanceId) {
+        case .success, .rejected:
+            // Rejected means the server no longer knows this license or instance: nothing to free.
+            sawServer(at: configuration.clock.unixSeconds)
+            stored.clearLicense()
+            lastError = nil
+            persist()
+            resolve()
+        case .transient(let error, _):
+            lastError = error
+            throw error
+        }
+    }
+}

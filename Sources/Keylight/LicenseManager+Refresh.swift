@@ -1,0 +1,111 @@
+import Foundation
+import KeylightCore
+
+extension LicenseManager {
+    /// Talks to the server if the refresh policy says it is time (or `force`): validates the
+    /// license, or for keyless installs fetches the signed config and sends the daily beacon.
+    /// Transient failures keep the state and schedule a retry; only the server's explicit
+    /// refusal turns a license `.invalid`.
+    public func refreshIfNeeded(force: Bool = false) async {
+        let policy = configuration.refreshPolicy
+        let now = configuration.clock.unixSeconds
+        guard force || policy.isDue(lastRefresh: stored.lastRefresh, lastAttempt: stored.lastAttempt, leaseExpiresAt: stored.lease?.expiresAt, now: now) else {
+            schedule(now: now)
+            return
+        }
+        stored.lastAttempt = now
+        let outcome: (error: KeylightError, retryAfter: Int?)?
+        if let key = stored.licenseKey, let instanceId = stored.instanceId, stored.rejection == nil {
+            outcome = await refreshLicense(key: key, instanceId: instanceId, now: now)
+        } else if stored.licenseKey == nil {
+            outcome = await refreshKeyless(now: now)
+        } else {
+            outcome = nil  // refused license: nothing to ask until the user activates again
+        }
+        persist()
+        resolve()
+        if let outcome {
+            lastError = outcome.error
+            failures += 1
+            let delay = policy.backoff(attempt: failures, retryAfter: outcome.retryAfter, using: &random)
+            scheduleRetry(after: delay, now: now)
+        } else {
+            failures = 0
+            schedule(now: now)
+        }
+    }
+
+    private func refreshLicense(key: String, instanceId: String, now: Int64) async -> (KeylightError, Int?)? {
+        let machine = (try? machineHash()) ?? ""
+        switch await client.validate(key: key, instanceId: instanceId, machineHash: machine) {
+        case .success(let body):
+            let verification = body.lease.verify(with: resolver.trustedKeys, now: now)
+            // A lease this app cannot trust grants nothing and changes nothing.
+            guard verification.isTrusted, body.lease.instanceId == instanceId,
+                  body.lease.licenseKeyHash == LicenseKey.hash(normalizing: key) else {
+                return (.untrustedLease, nil)
+            }
+            stored.lease = body.lease
+            if let config = resolver.trustedConfig(body.config) { stored.config = config }
+            stored.lastRefresh = now
+            sawServer(at: now)
+            lastError = nil
+            return nil
+        case .rejected(let error):
+            stored.rejection = error.code
+            stored.lastRefresh = now
+            sawServer(at: now)
+            lastError = error
+            return nil
+        case .transient(let error, let retryAfter):
+            return (error, retryAfter)
+        }
+    }
+
+    private func refreshKeyless(now: Int64) async -> (KeylightError, Int?)? {
+        let policy = configuration.refreshPolicy
+        let beaconDue = stored.lastBeacon.map { now - $0 >= policy.beaconInterval } ?? true
+        let config: SignedProductConfig
+        if beaconDue {
+            if stored.keylessInstanceId == nil { stored.keylessInstanceId = UUID().uuidString.lowercased() }
+            let keylessState = state == .freeTier ? "free_tier" : "trial"
+            switch await client.keyless(instanceId: stored.keylessInstanceId!, state: keylessState, machineHash: (try? machineHash()) ?? "") {
+            case .success(let body):
+                stored.lastBeacon = now
+                config = body.config
+            case .rejected(let error), .transient(let error, nil):
+                return (error, nil)
+            case .transient(let error, let retryAfter):
+                return (error, retryAfter)
+            }
+        } else {
+            switch await client.config() {
+            case .success(let body): config = body
+            case .rejected(let error): return (error, nil)
+            case .transient(let error, let retryAfter): return (error, retryAfter)
+            }
+        }
+        guard let trusted = resolver.trustedConfig(config) else { return (.untrustedLease, nil) }
+        stored.config = trusted
+        stored.lastRefresh = now
+        sawServer(at: now)
+        lastError = nil
+        return nil
+    }
+
+    /// Schedules the next routine refresh (before the lease ends, or when data goes stale).
+    func schedule(now: Int64) {
+        let at = configuration.refreshPolicy.nextRefresh(lastRefresh: stored.lastRefresh, leaseExpiresAt: stored.lease?.expiresAt, now: now)
+        scheduleRetry(after: Double(at - now), now: now)
+    }
+
+    func scheduleRetry(after seconds: Double, now: Int64) {
+        nextRefreshAt = Date(timeIntervalSince1970: TimeInterval(now) + seconds)
+        scheduledRefresh?.cancel()
+        scheduledRefresh = Task { [weak self] in
+            try? await Task.sleep(for: .seconds(seconds))
+            guard !Task.isCancelled else { return }
+            await self?.refreshIfNeeded(force: true)
+        }
+    }
+}

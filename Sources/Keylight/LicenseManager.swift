@@ -1,0 +1,136 @@
+import Foundation
+import KeylightCore
+import Observation
+
+/// Resolves and keeps this app's license state: offline-first at launch, refreshed on a fixed
+/// cadence, published through Observation, an `AsyncStream` and a notification.
+@MainActor
+@Observable
+public final class LicenseManager {
+    /// The current state. Starts `.expired` (nothing granted) until ``checkOnLaunch()``.
+    public private(set) var state: LicenseState = .expired
+    /// Entitlement codes of the current license (empty unless `.licensed`).
+    public private(set) var entitlements: [String] = []
+    /// Why the state is what it is, in words.
+    public private(set) var reason = "not checked yet"
+    /// The last error from the server or storage (state changes only on server decisions).
+    public internal(set) var lastError: KeylightError?
+    /// When the manager will next refresh on its own.
+    public internal(set) var nextRefreshAt: Date?
+
+    public let configuration: Configuration
+
+    @ObservationIgnored let client: KeylightClient
+    @ObservationIgnored let resolver: LicenseResolver
+    @ObservationIgnored var stored = PersistedState()
+    @ObservationIgnored var failures = 0
+    @ObservationIgnored var pendingRefresh: Task<Void, Never>?
+    @ObservationIgnored var scheduledRefresh: Task<Void, Never>?
+    @ObservationIgnored var observers: [UUID: AsyncStream<LicenseState>.Continuation] = [:]
+    @ObservationIgnored var random = SystemRandomNumberGenerator()
+
+    public init(configuration: Configuration) {
+        self.configuration = configuration
+        self.client = KeylightClient(transport: configuration.transport, tenantId: configuration.tenantId, productId: configuration.productId, sdkKey: configuration.sdkKey)
+        self.resolver = LicenseResolver(
+            tenantId: configuration.tenantId, productId: configuration.productId,
+            trustedKeys: Keyset(configuration.trustedKeys), trialDaysSeed: configuration.trialDaysSeed
+        )
+    }
+
+    isolated deinit {
+        // A manager that goes away stops its timers; a sleeping refresh must not outlive it.
+        scheduledRefresh?.cancel()
+        pendingRefresh?.cancel()
+        for continuation in observers.values { continuation.finish() }
+    }
+
+    /// Full access: a current license or a running trial.
+    public var isEntitled: Bool {
+        switch state {
+        case .licensed, .trial: true
+        default: false
+        }
+    }
+
+    /// Whether `code` is granted: by the license's entitlements, or by a running trial (which
+    /// lets users try everything).
+    public func hasEntitlement(_ code: String) -> Bool {
+        switch state {
+        case .licensed: entitlements.contains(code)
+        case .trial: true
+        default: false
+        }
+    }
+
+    /// The activated instance, if any.
+    public var instanceId: String? { stored.instanceId }
+    /// When the cached lease ends, if there is one.
+    public var leaseExpiresAt: Date? { stored.lease.map { Date(timeIntervalSince1970: TimeInterval($0.expiresAt)) } }
+
+    /// Decides the state from what is stored, without waiting for the network, then refreshes
+    /// in the background if a refresh is due (``waitUntilIdle()`` awaits it).
+    public func checkOnLaunch() async {
+        do {
+            stored = try PersistedState.load(from: configuration.store)
+        } catch let error as KeylightError {
+            lastError = error
+            stored = PersistedState()
+        } catch {
+            lastError = .storage("\(error)")
+        }
+        if stored.trialStartedAt == nil {
+            stored.trialStartedAt = configuration.clock.unixSeconds
+            persist()
+        }
+        resolve()
+        pendingRefresh = Task { await self.refreshIfNeeded() }
+    }
+
+    /// Waits for the refresh started by ``checkOnLaunch()`` (tests, command-line tools).
+    public func waitUntilIdle() async {
+        await pendingRefresh?.value
+    }
+
+    /// State changes from now on, one element per transition.
+    public func stateChanges() -> AsyncStream<LicenseState> {
+        let (stream, continuation) = AsyncStream.makeStream(of: LicenseState.self)
+        let id = UUID()
+        observers[id] = continuation
+        continuation.onTermination = { [weak self] _ in
+            Task { @MainActor in self?.observers[id] = nil }
+        }
+        return stream
+    }
+
+    // MARK: Internals shared by the extensions
+
+    func resolve() {
+        let resolution = resolver.resolve(stored, now: configuration.clock.unixSeconds)
+        reason = resolution.reason
+        entitlements = resolution.entitlements
+        guard resolution.state != state else { return }
+        state = resolution.state
+        for continuation in observers.values { continuation.yield(resolution.state) }
+        NotificationCenter.default.post(name: .keylightLicenseDidChange, object: self, userInfo: ["state": resolution.state.name])
+    }
+
+    func persist() {
+        do {
+            try stored.save(to: configuration.store)
+        } catch let error as KeylightError {
+            lastError = error
+        } catch {
+            lastError = .storage("\(error)")
+        }
+    }
+
+    /// Records a successful round trip (for clock-rollback detection).
+    func sawServer(at now: Int64) {
+        stored.lastSeen = max(stored.lastSeen ?? now, now)
+    }
+
+    func machineHash() throws -> String {
+        try MachineIdentity.hash(productKey: "\(configuration.tenantId)/\(configuration.productId)", store: configuration.store)
+    }
+}

@@ -1,0 +1,74 @@
+import Foundation
+import KeylightCore
+
+/// Decides the license state from what is stored, offline. Most specific wins:
+///
+/// 1. the clock was set back more than an hour before the last round trip → `invalid`
+/// 2. a license the server explicitly refused → `invalid`
+/// 3. a license with a verified, current lease → by the lease: `active` → `licensed`,
+///    `fallback` → `limited`, `expired` → `expired` (the server's word beats local expiry)
+/// 4. a license whose lease is missing, untrusted or for another key/instance → `invalid`;
+///    whose lease ran out while offline → `expired`
+/// 5. no license: the trial (length from the verified config, else the seed) → `trial(daysLeft)`
+/// 6. trial over and a verified config with the free tier on → `freeTier`
+/// 7. otherwise → `expired` (a free tier is never granted without a signed config)
+struct LicenseResolver: Sendable {
+    var tenantId: String
+    var productId: String
+    var trustedKeys: Keyset
+    var trialDaysSeed: Int
+
+    struct Resolution: Equatable, Sendable {
+        var state: LicenseState
+        var entitlements: [String]
+        /// Why, for logs and `status` output.
+        var reason: String
+    }
+
+    static let rollbackTolerance: Int64 = 3_600
+
+    func resolve(_ stored: PersistedState, now: Int64) -> Resolution {
+        if let lastSeen = stored.lastSeen, now < lastSeen - Self.rollbackTolerance {
+            return Resolution(state: .invalid, entitlements: [], reason: "clock set back before the last server contact")
+        }
+        if let key = stored.licenseKey {
+            if let rejection = stored.rejection {
+                return Resolution(state: .invalid, entitlements: [], reason: "refused by the server (\(rejection))")
+            }
+            guard let lease = stored.lease, stored.instanceId == lease.instanceId,
+                  LicenseKey.hash(normalizing: key) == lease.licenseKeyHash else {
+                return Resolution(state: .invalid, entitlements: [], reason: "no lease for this license")
+            }
+            let verification = lease.verify(with: trustedKeys, now: now)
+            guard verification.isTrusted else {
+                return Resolution(state: .invalid, entitlements: [], reason: verification.kidKnown ? "lease signature invalid" : "lease signed by an unknown key")
+            }
+            if verification.expired {
+                return Resolution(state: .expired, entitlements: [], reason: "lease expired; the server has not been reached since")
+            }
+            switch lease.status {
+            case .active: return Resolution(state: .licensed, entitlements: lease.entitlements, reason: "current lease")
+            case .fallback: return Resolution(state: .limited, entitlements: [], reason: "fallback lease")
+            case .expired: return Resolution(state: .expired, entitlements: [], reason: "license expired")
+            }
+        }
+        let config = trustedConfig(stored.config)
+        let trialDays = Int64(config?.trialDurationDays ?? trialDaysSeed)
+        let trialEnd = (stored.trialStartedAt ?? now) + trialDays * 86_400
+        if trialEnd > now {
+            let daysLeft = Int((trialEnd - now + 86_399) / 86_400)
+            return Resolution(state: .trial(daysLeft: daysLeft), entitlements: [], reason: "trial")
+        }
+        if config?.freeTierEnabled == true {
+            return Resolution(state: .freeTier, entitlements: [], reason: "trial over; free tier")
+        }
+        return Resolution(state: .expired, entitlements: [], reason: config == nil ? "trial over; product config never verified" : "trial over")
+    }
+
+    /// The cached config if signed by a trusted key for this product. An authentic config stays
+    /// usable after its expiry: it still says what the server said, and apps go offline.
+    func trustedConfig(_ config: SignedProductConfig?) -> SignedProductConfig? {
+        guard let config else { return nil }
+        return config.verify(tenantId: tenantId, productId: productId, with: trustedKeys, now: 0).isTrusted ? config : nil
+    }
+}

@@ -1,0 +1,49 @@
+import Foundation
+import KeylightCore
+
+/// Everything the manager keeps between launches, stored as one sealed item so a launch is one
+/// read. Never holds anything the server did not sign that could grant access on its own.
+struct PersistedState: Codable, Equatable, Sendable {
+    var licenseKey: String?
+    var instanceId: String?
+    var lease: Lease?
+    var config: SignedProductConfig?
+    /// Unix seconds of the first launch: the trial clock.
+    var trialStartedAt: Int64?
+    /// Latest local time of a successful round trip; a clock set more than an hour before it
+    /// means the clock was turned back.
+    var lastSeen: Int64?
+    /// Last successful refresh, and last attempt of any outcome (for the debounce).
+    var lastRefresh: Int64?
+    var lastAttempt: Int64?
+    /// Last keyless beacon, and the id it used.
+    var lastBeacon: Int64?
+    var keylessInstanceId: String?
+    /// The server's explicit refusal of this license (`LICENSE_REVOKED`, …), if any.
+    var rejection: String?
+
+    static let storeKey = "state"
+
+    static func load(from store: any SecureStore) throws -> PersistedState {
+        guard let data = try store.data(for: storeKey) else { return PersistedState() }
+        do {
+            return try JSONDecoder().decode(PersistedState.self, from: data)
+        } catch {
+            throw KeylightError.storage("stored license state is unreadable")
+        }
+    }
+
+    func save(to store: any SecureStore) throws {
+        let encoder = JSONEncoder()
+        encoder.outputFormatting = [.sortedKeys]
+        try store.set(try encoder.encode(self), for: Self.storeKey)
+    }
+
+    /// Forgets the license (deactivation); keeps the trial clock, the config and `lastSeen`.
+    mutating func clearLicense() {
+        licenseKey = nil
+        instanceId = nil
+        lease = nil
+        rejection = nil
+    }
+}

@@ -1,0 +1,129 @@
+import Foundation
+import KeylightCore
+
+/// How the server answered, sorted by what the SDK should do about it.
+enum ServerReply<Value: Sendable>: Sendable {
+    case success(Value)
+    /// The server decided about this license or instance (4xx with a license-level code).
+    case rejected(KeylightError)
+    /// Nothing was decided (offline, 5xx, 429, malformed reply): keep the state and retry later.
+    case transient(KeylightError, retryAfter: Int?)
+}
+
+/// The SDK side of protocol section 2.
+struct KeylightClient: Sendable {
+    let transport: any Transport
+    let tenantId: String
+    let productId: String
+    let sdkKey: String
+    let sdkVersion = "1.0.0"
+
+    struct ActivateBody: Decodable, Sendable {
+        var instance_id: String
+        var license_expires_at: Int64?
+        var lease: Lease
+    }
+
+    struct ValidateBody: Decodable, Sendable {
+        var valid: Bool
+        var license_expires_at: Int64?
+        var lease: Lease
+        var config: SignedProductConfig?
+    }
+
+    struct KeylessBody: Decodable, Sendable {
+        var config: SignedProductConfig
+    }
+
+    func activate(key: String, instanceName: String, machineHash: String, freeTierInstanceId: String?) async -> ServerReply<ActivateBody> {
+        var body: [String: String] = ["license_key": key, "instance_name": instanceName, "machine_hash": machineHash]
+        if let freeTierInstanceId { body["free_tier_instance_id"] = freeTierInstanceId }
+        return await post("activate", body)
+    }
+
+    func validate(key: String, instanceId: String, machineHash: String) async -> ServerReply<ValidateBody> {
+        await post("validate", ["license_key": key, "instance_id": instanceId, "machine_hash": machineHash])
+    }
+
+    func deactivate(key: String, instanceId: String) async -> ServerReply<EmptyBody> {
+        await post("deactivate", ["license_key": key, "instance_id": instanceId])
+    }
+
+    func config() async -> ServerReply<SignedProductConfig> {
+        await exchange(TransportRequest(method: "GET", path: "/\(tenantId)/\(productId)/config", headers: headers()))
+    }
+
+    func keyless(instanceId: String, state: String, machineHash: String) async -> ServerReply<KeylessBody> {
+        await post("keyless", ["instance_id": instanceId, "state": state, "machine_hash": machineHash])
+    }
+
+    struct EmptyBody: Decodable, Sendable {}
+
+    private func headers() -> [String: String] {
+        [
+            "X-Keylight-SDK-Key": sdkKey,
+            "X-Keylight-Request-Id": UUID().uuidString.lowercased(),
+            "Content-Type": "application/json",
+            "Accept": "application/json",
+        ]
+    }
+
+    private func post<T: Decodable & Sendable>(_ action: String, _ fields: [String: String]) async -> ServerReply<T> {
+        var body = fields
+        body["sdk_version"] = sdkVersion
+        body["platform"] = Self.platform
+        let data = (try? JSONSerialization.data(withJSONObject: body, options: [.sortedKeys])) ?? Data()
+        return await exchange(TransportRequest(method: "POST", path: "/\(tenantId)/\(productId)/\(action)", headers: headers(), body: data))
+    }
+
+    private func exchange<T: Decodable & Sendable>(_ request: TransportRequest) async -> ServerReply<T> {
+        let response: TransportResponse
+        do {
+            response = try await transport.send(request)
+        } catch {
+            return .transient(.transient("offline: \(error.localizedDescription)"), retryAfter: nil)
+        }
+        return Self.classify(response)
+    }
+
+    /// 2xx with a decodable body is success; 429 and 5xx are transient (with `Retry-After`);
+    /// license-level 4xx codes are decisions; anything else (400, 401, 413: our bug or the
+    /// app's configuration) is reported but changes no state.
+    static func classify<T: Decodable & Sendable>(_ response: TransportResponse) -> ServerReply<T> {
+        let retryAfter = response.headers["retry-after"].flatMap { Int($0.trimmingCharacters(in: .whitespaces)) }
+        if (200..<300).contains(response.status) {
+            guard let value = try? JSONDecoder().decode(T.self, from: response.body) else {
+                return .transient(.transient("unreadable response from the server"), retryAfter: nil)
+            }
+            return .success(value)
+        }
+        let body = try? JSONDecoder().decode(ErrorBody.self, from: response.body)
+        let code = body?.code ?? "HTTP_\(response.status)"
+        let error = KeylightError.server(code: code, message: body?.error ?? "HTTP \(response.status)")
+        if response.status == 429 || response.status >= 500 { return .transient(error, retryAfter: retryAfter) }
+        if decisionCodes.contains(code) { return .rejected(error) }
+        return .transient(error, retryAfter: nil)
+    }
+
+    private struct ErrorBody: Decodable {
+        var error: String?
+        var code: String?
+    }
+
+    /// Codes by which the server decides about a license or instance.
+    static let decisionCodes: Set<String> = [
+        "NOT_FOUND", "ACTIVATION_LIMIT_REACHED", "LICENSE_REVOKED", "LICENSE_SUSPENDED", "LICENSE_EXPIRED", "INSTANCE_INACTIVE",
+    ]
+
+    static var platform: String {
+        #if os(macOS)
+        "macOS"
+        #elseif os(iOS)
+        "iOS"
+        #elseif os(Linux)
+        "Linux"
+        #else
+        "other"
+        #endif
+    }
+}

@@ -1,0 +1,78 @@
+import Crypto
+import Foundation
+#if canImport(FoundationNetworking)
+import FoundationNetworking
+#endif
+import Keylight
+import KeylightCore
+import KeylightServer
+import Logging
+
+/// A real KeylightServer on a free loopback port, on a file database that outlives it (so a
+/// test can stop it and start it again), driven over HTTP.
+final class LiveServer: @unchecked Sendable {
+    // @unchecked: `task` and `port` are set once in `start` before the instance is shared.
+    let databasePath: String
+    private(set) var port = 0
+    private var task: Task<Void, any Error>?
+    static let adminToken = "e2e-admin"
+
+    init() throws {
+        let directory = FileManager.default.temporaryDirectory.appendingPathComponent("keylight-e2e-\(UUID().uuidString)")
+        try FileManager.default.createDirectory(at: directory, withIntermediateDirectories: true)
+        databasePath = directory.appendingPathComponent("server.sqlite").path
+    }
+
+    func start() async throws {
+        var logger = Logger(label: "e2e")
+        logger.logLevel = .critical
+        var configuration = ServerConfiguration()
+        configuration.databasePath = databasePath
+        configuration.port = 0
+        configuration.adminToken = Self.adminToken
+        configuration.limits = .unlimited
+        let (ports, continuation) = AsyncStream.makeStream(of: Int.self)
+        let server = try await buildApplication(configuration: configuration, logger: logger) { channel in
+            continuation.yield(channel.localAddress?.port ?? 0)
+            continuation.finish()
+        }
+        task = Task { try await server.application.run() }
+        var iterator = ports.makeAsyncIterator()
+        port = await iterator.next() ?? 0
+    }
+
+    /// Stops the server and waits until its port refuses connections.
+    func stop() async {
+        task?.cancel()
+        _ = await task?.result
+        task = nil
+    }
+
+    var url: URL { URL(string: "http://127.0.0.1:\(port)")! }
+
+    func admin(_ method: String, _ path: String, _ body: [String: Any]? = nil) async throws -> [String: Any] {
+        let transport = URLSessionTransport(baseURL: url)
+        let data = try body.map { try JSONSerialization.data(withJSONObject: $0) }
+        let response = try await transport.send(TransportRequest(
+            method: method, path: "/admin/v1" + path,
+            headers: ["Authorization": "Bearer \(Self.adminToken)", "Content-Type": "application/json"], body: data
+        ))
+        return (try? JSONSerialization.jsonObject(with: response.body) as? [String: Any]) ?? [:]
+    }
+
+    func keyset() async throws -> Keyset {
+        let response = try await URLSessionTransport(baseURL: url).send(TransportRequest(method: "GET", path: "/.well-known/keylight-keys.json"))
+        return try Keyset(json: response.body)
+    }
+
+    /// Tenant `acme`, product `app` (14-day trial, no free tier) and a license of a 2-seat key type.
+    func seed() async throws -> (sdkKey: String, licenseKey: String, licenseId: String) {
+        _ = try await admin("POST", "/tenants", ["id": "acme", "name": "Acme"])
+        let product = try await admin("POST", "/tenants/acme/products", ["id": "app", "name": "App", "key_prefix": "ACME", "trial_duration_days": 14, "free_tier_enabled": false])
+        _ = try await admin("POST", "/tenants/acme/products/app/key-types", [
+            "id": "pro", "display_name": "Pro", "activation_limit": 2, "duration_days": NSNull(), "fallback_access": false, "entitlements": ["pro", "export"],
+        ])
+        let license = try await admin("POST", "/tenants/acme/products/app/licenses", ["key_type_id": "pro", "customer_email": "e2e@example.com"])
+        return (product["sdk_key"] as! String, license["license_key"] as! String, license["id"] as! String)
+    }
+}

@@ -1,0 +1,127 @@
+import Crypto
+import Foundation
+@testable import Keylight
+import KeylightCore
+
+/// A wall clock tests move by hand.
+final class TestClock: WallClock, @unchecked Sendable {
+    // @unchecked: `seconds` is only touched under `lock`.
+    private var seconds: Int64
+    private let lock = NSLock()
+    init(_ start: Int64 = 1_781_076_246) { seconds = start }
+    var now: Date { lock.withLock { Date(timeIntervalSince1970: TimeInterval(seconds)) } }
+    func advance(by delta: Int64) { lock.withLock { seconds += delta } }
+    func set(_ value: Int64) { lock.withLock { seconds = value } }
+}
+
+/// A server in a box: answers like a Keylight server would, signs real leases, and can be
+/// told to fail, refuse, or hold requests.
+final class FakeServer: Transport, @unchecked Sendable {
+    // @unchecked: all mutable state is behind `lock`.
+    enum Mode { case normal, offline, status(Int, code: String, retryAfter: Int?) }
+
+    let key: SigningKey
+    let clock: TestClock
+    private let lock = NSLock()
+    private var _mode = Mode.normal
+    private var _requests: [TransportRequest] = []
+    private var _leaseStatus = Lease.Status.active
+    private var _entitlements = ["pro"]
+    private var _trialDays = 14
+    private var _freeTier = true
+    private var _licenseExpiresAt: Int64?
+    private var _gate: CheckedContinuation<Void, Never>?
+    private var _holding = false
+    var signWith: SigningKey?
+
+    init(clock: TestClock, key: SigningKey = try! SigningKey.generate(kid: "k1")) {
+        self.clock = clock
+        self.key = key
+    }
+
+    var mode: Mode { get { lock.withLock { _mode } } set { lock.withLock { _mode = newValue } } }
+    var requests: [TransportRequest] { lock.withLock { _requests } }
+    var leaseStatus: Lease.Status { get { lock.withLock { _leaseStatus } } set { lock.withLock { _leaseStatus = newValue } } }
+    var trialDays: Int { get { lock.withLock { _trialDays } } set { lock.withLock { _trialDays = newValue } } }
+    var freeTier: Bool { get { lock.withLock { _freeTier } } set { lock.withLock { _freeTier = newValue } } }
+    var licenseExpiresAt: Int64? { get { lock.withLock { _licenseExpiresAt } } set { lock.withLock { _licenseExpiresAt = newValue } } }
+
+    func count(_ action: String) -> Int { requests.filter { $0.path.hasSuffix("/" + action) }.count }
+
+    /// Requests wait until ``release()``.
+    func hold() { lock.withLock { _holding = true } }
+    func release() {
+        let gate = lock.withLock { () -> CheckedContinuation<Void, Never>? in
+            _holding = false
+            defer { _gate = nil }
+            return _gate
+        }
+        gate?.resume()
+    }
+
+    var keyset: [String: Curve25519.Signing.PublicKey] { [key.kid: key.publicKey] }
+
+    func send(_ request: TransportRequest) async throws -> TransportResponse {
+        let holding = lock.withLock { () -> Bool in
+            _requests.append(request)
+            return _holding
+        }
+        if holding { await withCheckedContinuation { continuation in lock.withLock { _gate = continuation } } }
+        switch mode {
+        case .offline:
+            throw URLError(.notConnectedToInternet)
+        case .status(let status, let code, let retryAfter):
+            var headers: [String: String] = [:]
+            if let retryAfter { headers["Retry-After"] = String(retryAfter) }
+            return TransportResponse(status: status, headers: headers, body: Data(#"{"error":"refused","code":"\#(code)"}"#.utf8))
+        case .normal:
+            return try answer(request)
+        }
+    }
+
+    private func answer(_ request: TransportRequest) throws -> TransportResponse {
+        let fields = (request.body.flatMap { try? JSONSerialization.jsonObject(with: $0) as? [String: String] }) ?? [:]
+        let now = clock.unixSeconds
+        let action = request.path.split(separator: "/").last.map(String.init) ?? ""
+        func lease(key: String, instance: String) throws -> [String: Any] {
+            let status = leaseStatus
+            let lease = try Lease.sign(
+                licenseKeyHash: LicenseKey.hash(normalizing: key), instanceId: instance, issuedAt: now, expiresAt: now + 7 * 86_400,
+                status: status, entitlements: status == .active ? lock.withLock { _entitlements } : [], with: signWith ?? self.key
+            )
+            return try JSONSerialization.jsonObject(with: lease.json()) as! [String: Any]
+        }
+        let config = ProductConfig(tenantId: "acme", productId: "app", trialDurationDays: trialDays, freeTierEnabled: freeTier, issuedAt: now, expiresAt: now + 86_400)
+            .signed(with: signWith ?? key)
+        let configObject = try JSONSerialization.jsonObject(with: JSONEncoder().encode(config)) as! [String: Any]
+        var body: [String: Any]
+        switch action {
+        case "activate":
+            body = ["activated": true, "instance_id": "instance-1", "license_expires_at": licenseExpiresAt ?? NSNull(), "lease": try lease(key: fields["license_key"] ?? "", instance: "instance-1")]
+        case "validate":
+            body = ["valid": leaseStatus != .expired, "license_expires_at": licenseExpiresAt ?? NSNull(), "lease": try lease(key: fields["license_key"] ?? "", instance: fields["instance_id"] ?? ""), "config": configObject]
+        case "deactivate":
+            body = ["deactivated": true]
+        case "keyless":
+            body = ["ok": true, "config": configObject]
+        case "config":
+            body = configObject
+        default:
+            return TransportResponse(status: 404, body: Data(#"{"error":"no","code":"NOT_FOUND"}"#.utf8))
+        }
+        return TransportResponse(status: 200, body: try JSONSerialization.data(withJSONObject: body))
+    }
+}
+
+enum Fixture {
+    static let key = "ACME-AB12-CD34-EF56-GH78"
+
+    @MainActor
+    static func manager(server: FakeServer, store: any SecureStore = InMemoryStore(), trialDaysSeed: Int = 0, trusted: [String: Curve25519.Signing.PublicKey]? = nil) -> LicenseManager {
+        LicenseManager(configuration: Configuration(
+            serverURL: URL(string: "https://licenses.invalid")!, tenantId: "acme", productId: "app", sdkKey: "kl_sdk_test",
+            keyPrefix: "ACME", trustedKeys: trusted ?? server.keyset, trialDaysSeed: trialDaysSeed, freeTierSeed: true,
+            instanceName: "Test Mac", clock: server.clock, store: store, transport: server
+        ))
+    }
+}
