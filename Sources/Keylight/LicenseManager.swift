@@ -38,8 +38,9 @@ public final class LicenseManager {
         )
     }
 
-    isolated deinit {
-        // A manager that goes away stops its timers; a sleeping refresh must not outlive it.
+    deinit {
+        // A manager that goes away stops its timers; a sleeping refresh must not outlive it. Only
+        // Sendable stored properties are touched, so this needs no isolated deinit (newer OSes only).
         scheduledRefresh?.cancel()
         pendingRefresh?.cancel()
         for continuation in observers.values { continuation.finish() }

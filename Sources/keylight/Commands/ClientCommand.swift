@@ -11,6 +11,9 @@ struct ClientCommand: AsyncParsableCommand {
         subcommands: [Activate.self, Status.self, Refresh.self, Deactivate.self]
     )
 
+    /// Given before the subcommand: `keylight client --server … activate KEY`.
+    @OptionGroup var options: Options
+
     struct Options: ParsableArguments {
         @Option(help: "Server base URL.")
         var server: String
@@ -52,7 +55,8 @@ struct ClientCommand: AsyncParsableCommand {
 
     struct Activate: AsyncParsableCommand {
         static let configuration = CommandConfiguration(abstract: "Activate a license key on this machine.")
-        @OptionGroup var options: Options
+        @ParentCommand var client: ClientCommand
+        var options: Options { client.options }
         @Argument(help: "The license key.") var key: String
 
         @MainActor
@@ -65,7 +69,8 @@ struct ClientCommand: AsyncParsableCommand {
 
     struct Status: AsyncParsableCommand {
         static let configuration = CommandConfiguration(abstract: "Print the license state as JSON (refreshing first if due).")
-        @OptionGroup var options: Options
+        @ParentCommand var client: ClientCommand
+        var options: Options { client.options }
 
         @MainActor
         func run() async throws {
@@ -77,7 +82,8 @@ struct ClientCommand: AsyncParsableCommand {
 
     struct Refresh: AsyncParsableCommand {
         static let configuration = CommandConfiguration(abstract: "Ask the server now, then print the state.")
-        @OptionGroup var options: Options
+        @ParentCommand var client: ClientCommand
+        var options: Options { client.options }
 
         @MainActor
         func run() async throws {
@@ -90,7 +96,8 @@ struct ClientCommand: AsyncParsableCommand {
 
     struct Deactivate: AsyncParsableCommand {
         static let configuration = CommandConfiguration(abstract: "Free this machine's slot and forget the license.")
-        @OptionGroup var options: Options
+        @ParentCommand var client: ClientCommand
+        var options: Options { client.options }
 
         @MainActor
         func run() async throws {
