@@ -53,76 +53,67 @@ struct ClientCommand: AsyncParsableCommand {
         }
     }
 
-    struct Activate: AsyncParsableCommand {
+    struct Activate: ClientAction {
         static let configuration = CommandConfiguration(abstract: "Activate a license key on this machine.")
         @ParentCommand var client: ClientCommand
-        var options: Options { client.options }
         @Argument(help: "The license key.") var key: String
+        var keyPrefix: String { String(LicenseKey.normalize(key).prefix(4)) }
 
-        @MainActor
-        func run() async throws {
-            let manager = try await loadManager(options, keyPrefix: LicenseKey.normalize(key).prefix(4).description)
-            try await reportingKeylightErrors { try await manager.activate(key: key) }
-            printStatus(manager)
+        func perform(_ manager: LicenseManager) async throws {
+            try await manager.activate(key: key)
         }
     }
 
-    struct Status: AsyncParsableCommand {
+    struct Status: ClientAction {
         static let configuration = CommandConfiguration(abstract: "Print the license state as JSON (refreshing first if due).")
         @ParentCommand var client: ClientCommand
-        var options: Options { client.options }
 
-        @MainActor
-        func run() async throws {
-            let manager = try await loadManager(options)
-            await manager.waitUntilIdle()
-            printStatus(manager)
-        }
+        func perform(_ manager: LicenseManager) async throws {}
     }
 
-    struct Refresh: AsyncParsableCommand {
+    struct Refresh: ClientAction {
         static let configuration = CommandConfiguration(abstract: "Ask the server now, then print the state.")
         @ParentCommand var client: ClientCommand
-        var options: Options { client.options }
 
-        @MainActor
-        func run() async throws {
-            let manager = try await loadManager(options)
-            await manager.waitUntilIdle()
+        func perform(_ manager: LicenseManager) async throws {
             await manager.refreshIfNeeded(force: true)
-            printStatus(manager)
         }
     }
 
-    struct Deactivate: AsyncParsableCommand {
+    struct Deactivate: ClientAction {
         static let configuration = CommandConfiguration(abstract: "Free this machine's slot and forget the license.")
         @ParentCommand var client: ClientCommand
-        var options: Options { client.options }
 
-        @MainActor
-        func run() async throws {
-            let manager = try await loadManager(options)
-            try await reportingKeylightErrors { try await manager.deactivate() }
-            printStatus(manager)
+        func perform(_ manager: LicenseManager) async throws {
+            try await manager.deactivate()
         }
     }
 }
 
-@MainActor
-private func loadManager(_ options: ClientCommand.Options, keyPrefix: String = "") async throws -> LicenseManager {
-    let manager = try reportingInputFailures { try options.manager(keyPrefix: keyPrefix) }
-    await manager.checkOnLaunch()
-    return manager
+/// A `keylight client` subcommand: launch the manager (and let a due refresh finish), act,
+/// print the state. SDK errors are one `keylight: error: CODE: message` line and exit 1.
+protocol ClientAction: AsyncParsableCommand {
+    var client: ClientCommand { get }
+    /// The key prefix to accept (only activation knows it).
+    var keyPrefix: String { get }
+    @MainActor func perform(_ manager: LicenseManager) async throws
 }
 
-/// SDK errors: one line on stderr with the stable code, exit 1.
-@MainActor
-private func reportingKeylightErrors(_ body: () async throws -> Void) async throws {
-    do {
-        try await body()
-    } catch let error as KeylightError {
-        Standard.error("keylight: error: \(error.code): \(error.message)")
-        throw ExitCode(1)
+extension ClientAction {
+    var keyPrefix: String { "" }
+
+    @MainActor
+    func run() async throws {
+        let manager = try reportingInputFailures { try client.options.manager(keyPrefix: keyPrefix) }
+        await manager.checkOnLaunch()
+        await manager.waitUntilIdle()
+        do {
+            try await perform(manager)
+        } catch let error as KeylightError {
+            Standard.error("keylight: error: \(error.code): \(error.message)")
+            throw ExitCode(1)
+        }
+        printStatus(manager)
     }
 }
 
