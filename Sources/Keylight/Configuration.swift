@@ -20,6 +20,8 @@ public struct Configuration: Sendable {
     public var freeTierSeed: Bool
     /// The name this device registers under (shown to the customer and the developer).
     public var instanceName: String
+    /// Signed responses: `.informational` by default (verified and reported, nothing enforced).
+    public var verificationMode: VerificationMode
     public var refreshPolicy: RefreshPolicy
     public var clock: any WallClock
     public var store: any SecureStore
@@ -35,6 +37,7 @@ public struct Configuration: Sendable {
         trialDaysSeed: Int = 0,
         freeTierSeed: Bool = false,
         instanceName: String = ProcessInfo.processInfo.hostName,
+        verificationMode: VerificationMode = .informational,
         refreshPolicy: RefreshPolicy = RefreshPolicy(),
         clock: any WallClock = SystemWallClock(),
         store: (any SecureStore)? = nil,
@@ -49,6 +52,7 @@ public struct Configuration: Sendable {
         self.trialDaysSeed = trialDaysSeed
         self.freeTierSeed = freeTierSeed
         self.instanceName = instanceName
+        self.verificationMode = verificationMode
         self.refreshPolicy = refreshPolicy
         self.clock = clock
         self.store = store ?? Self.defaultStore(tenantId: tenantId, productId: productId)

@@ -11,9 +11,10 @@ extension LicenseManager {
         }
         let machine = try machineHash()
         let freeTierId = state == .freeTier ? stored.keylessInstanceId : nil
-        let reply = await client.activate(key: key.text, instanceName: configuration.instanceName, machineHash: machine, freeTierInstanceId: freeTierId)
+        let exchange = await client.activate(key: key.text, instanceName: configuration.instanceName, machineHash: machine, freeTierInstanceId: freeTierId)
+        record(exchange.verification)
         let now = configuration.clock.unixSeconds
-        switch reply {
+        switch exchange.reply {
         case .success(let body):
             let verification = body.lease.verify(with: resolver.trustedKeys, now: now)
             guard verification.isTrusted, !verification.expired, body.lease.instanceId == body.instance_id,
@@ -24,6 +25,8 @@ extension LicenseManager {
             stored.licenseKey = key.text
             stored.instanceId = body.instance_id
             stored.lease = body.lease
+            stored.leaseVerification = exchange.verification.storedName
+            stored.awaitingVerifiedLease = nil
             stored.rejection = nil
             stored.lastRefresh = now
             stored.lastAttempt = now
@@ -43,7 +46,9 @@ extension LicenseManager {
     /// at the first launch) is evaluated again. Offline, nothing changes and the error is thrown.
     public func deactivate() async throws {
         guard let key = stored.licenseKey, let instanceId = stored.instanceId else { throw KeylightError.notActivated }
-        switch await client.deactivate(key: key, instanceId: instanceId) {
+        let exchange = await client.deactivate(key: key, instanceId: instanceId)
+        record(exchange.verification)
+        switch exchange.reply {
         case .success, .rejected:
             // Rejected means the server no longer knows this license or instance: nothing to free.
             sawServer(at: configuration.clock.unixSeconds)

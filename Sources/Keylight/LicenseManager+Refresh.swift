@@ -37,7 +37,9 @@ extension LicenseManager {
 
     private func refreshLicense(key: String, instanceId: String, now: Int64) async -> (KeylightError, Int?)? {
         let machine = (try? machineHash()) ?? ""
-        switch await client.validate(key: key, instanceId: instanceId, machineHash: machine) {
+        let exchange = await client.validate(key: key, instanceId: instanceId, machineHash: machine)
+        record(exchange.verification)
+        switch exchange.reply {
         case .success(let body):
             let verification = body.lease.verify(with: resolver.trustedKeys, now: now)
             // A lease this app cannot trust grants nothing and changes nothing.
@@ -46,7 +48,12 @@ extension LicenseManager {
                 return (.untrustedLease, nil)
             }
             stored.lease = body.lease
-            if let config = resolver.trustedConfig(body.config) { stored.config = config }
+            stored.leaseVerification = exchange.verification.storedName
+            stored.awaitingVerifiedLease = nil
+            if let config = resolver.trustedConfig(body.config) {
+                stored.config = config
+                stored.configVerification = exchange.verification.storedName
+            }
             stored.lastRefresh = now
             sawServer(at: now)
             lastError = nil
@@ -66,10 +73,14 @@ extension LicenseManager {
         let policy = configuration.refreshPolicy
         let beaconDue = stored.lastBeacon.map { now - $0 >= policy.beaconInterval } ?? true
         let config: SignedProductConfig
+        let verification: VerificationResult
         if beaconDue {
             if stored.keylessInstanceId == nil { stored.keylessInstanceId = UUID().uuidString.lowercased() }
             let keylessState = state == .freeTier ? "free_tier" : "trial"
-            switch await client.keyless(instanceId: stored.keylessInstanceId!, state: keylessState, machineHash: (try? machineHash()) ?? "") {
+            let exchange = await client.keyless(instanceId: stored.keylessInstanceId!, state: keylessState, machineHash: (try? machineHash()) ?? "")
+            record(exchange.verification)
+            verification = exchange.verification
+            switch exchange.reply {
             case .success(let body):
                 stored.lastBeacon = now
                 config = body.config
@@ -79,7 +90,10 @@ extension LicenseManager {
                 return (error, retryAfter)
             }
         } else {
-            switch await client.config() {
+            let exchange = await client.config()
+            record(exchange.verification)
+            verification = exchange.verification
+            switch exchange.reply {
             case .success(let body): config = body
             case .rejected(let error): return (error, nil)
             case .transient(let error, let retryAfter): return (error, retryAfter)
@@ -87,6 +101,7 @@ extension LicenseManager {
         }
         guard let trusted = resolver.trustedConfig(config) else { return (.untrustedLease, nil) }
         stored.config = trusted
+        stored.configVerification = verification.storedName
         stored.lastRefresh = now
         sawServer(at: now)
         lastError = nil

@@ -2,6 +2,13 @@ import Foundation
 import KeylightCore
 import Observation
 
+/// One element of ``LicenseManager/stateChanges()``.
+public struct LicenseUpdate: Hashable, Sendable {
+    public var state: LicenseState
+    /// The verification result of the last response (with the failure reason, if any).
+    public var verification: VerificationResult
+}
+
 /// Resolves and keeps this app's license state: offline-first at launch, refreshed on a fixed
 /// cadence, published through Observation, an `AsyncStream` and a notification.
 @MainActor
@@ -17,6 +24,8 @@ public final class LicenseManager {
     public internal(set) var lastError: KeylightError?
     /// When the manager will next refresh on its own.
     public internal(set) var nextRefreshAt: Date?
+    /// How the last response's signature checked out (see ``VerificationMode``).
+    public internal(set) var lastVerification: VerificationResult = .notRequested
 
     public let configuration: Configuration
 
@@ -26,12 +35,17 @@ public final class LicenseManager {
     @ObservationIgnored var failures = 0
     @ObservationIgnored var pendingRefresh: Task<Void, Never>?
     @ObservationIgnored var scheduledRefresh: Task<Void, Never>?
-    @ObservationIgnored var observers: [UUID: AsyncStream<LicenseState>.Continuation] = [:]
+    @ObservationIgnored var observers: [UUID: AsyncStream<LicenseUpdate>.Continuation] = [:]
     @ObservationIgnored var random = SystemRandomNumberGenerator()
 
     public init(configuration: Configuration) {
         self.configuration = configuration
-        self.client = KeylightClient(transport: configuration.transport, tenantId: configuration.tenantId, productId: configuration.productId, sdkKey: configuration.sdkKey)
+        self.client = KeylightClient(
+            transport: configuration.transport, tenantId: configuration.tenantId, productId: configuration.productId,
+            sdkKey: configuration.sdkKey, mode: configuration.verificationMode,
+            verification: ResponseVerification(verifier: ResponseSignatureVerifier(keyset: Keyset(configuration.trustedKeys))),
+            clock: configuration.clock
+        )
         self.resolver = LicenseResolver(
             tenantId: configuration.tenantId, productId: configuration.productId,
             trustedKeys: Keyset(configuration.trustedKeys), trialDaysSeed: configuration.trialDaysSeed
@@ -84,6 +98,8 @@ public final class LicenseManager {
             stored.trialStartedAt = configuration.clock.unixSeconds
             persist()
         }
+        // A stricter verification mode than the cache was filled under: refetch what it would refuse.
+        if stored.discardUnverified(for: configuration.verificationMode) { persist() }
         resolve()
         pendingRefresh = Task { await self.refreshIfNeeded() }
     }
@@ -93,9 +109,9 @@ public final class LicenseManager {
         await pendingRefresh?.value
     }
 
-    /// State changes from now on, one element per transition.
-    public func stateChanges() -> AsyncStream<LicenseState> {
-        let (stream, continuation) = AsyncStream.makeStream(of: LicenseState.self)
+    /// Updates from now on: one element per change of state or of the verification result.
+    public func stateChanges() -> AsyncStream<LicenseUpdate> {
+        let (stream, continuation) = AsyncStream.makeStream(of: LicenseUpdate.self)
         let id = UUID()
         observers[id] = continuation
         continuation.onTermination = { [weak self] _ in
@@ -112,8 +128,22 @@ public final class LicenseManager {
         entitlements = resolution.entitlements
         guard resolution.state != state else { return }
         state = resolution.state
-        for continuation in observers.values { continuation.yield(resolution.state) }
-        NotificationCenter.default.post(name: .keylightLicenseDidChange, object: self, userInfo: ["state": resolution.state.name])
+        publish()
+        NotificationCenter.default.post(name: .keylightLicenseDidChange, object: self, userInfo: [
+            "state": resolution.state.name, "verification": lastVerification.description,
+        ])
+    }
+
+    /// Records how a response's signature checked out, publishing a change.
+    func record(_ verification: VerificationResult) {
+        guard verification != lastVerification else { return }
+        lastVerification = verification
+        publish()
+    }
+
+    private func publish() {
+        let update = LicenseUpdate(state: state, verification: lastVerification)
+        for continuation in observers.values { continuation.yield(update) }
     }
 
     func persist() {

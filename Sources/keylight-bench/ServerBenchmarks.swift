@@ -27,8 +27,8 @@ struct ServerBenchmarks: AsyncParsableCommand {
     @Option(help: "SQLite connection pool size.")
     var poolSize = ServerConfiguration().poolSize
 
-    @Option(help: "Comma-separated phases to run: healthz, validate, activate, large.")
-    var phases = "healthz,validate,activate,large"
+    @Option(help: "Comma-separated phases to run: healthz, validate, signed, activate, large.")
+    var phases = "healthz,validate,signed,activate,large"
 
     func run() async throws {
         let directory = FileManager.default.temporaryDirectory.appendingPathComponent("keylight-bench-\(UUID().uuidString)")
@@ -56,6 +56,20 @@ struct ServerBenchmarks: AsyncParsableCommand {
                 ]
             }
             emit("server.validate", result, extra: extra)
+        }
+        if selected.contains("signed") {
+            // Signed and unsigned validate alternately, so machine noise hits both alike.
+            var plain: [Wrk.Result] = []
+            var signed: [Wrk.Result] = []
+            for _ in 0..<3 {
+                plain.append(try small.validate(with: wrk))
+                signed.append(try wrk.run(url: small.base + "/bench/app/validate", script: WrkScripts.signedValidate, name: "signed", arguments: [small.pairsFile.path, small.sdkKey]))
+            }
+            let plainRate = median(plain.map(\.requestsPerSecond))
+            let signedRate = median(signed.map(\.requestsPerSecond))
+            let ratio = signedRate / plainRate
+            print(#"{"benchmark":"server.validate_signed","rounds":3,"unsigned_ops_per_sec":\#(String(format: "%.1f", plainRate)),"signed_ops_per_sec":\#(String(format: "%.1f", signedRate)),"# +
+                  #""signed_p99_ms":\#(String(format: "%.3f", median(signed.map(\.p99ms)))),"ratio":\#(String(format: "%.3f", ratio)),"target":0.8,"meets_target":\#(ratio >= 0.8)}"#)
         }
         if selected.contains("large"), largeLicenses > licenses {
             // Same active licenses and instances, one database holding `largeLicenses` in all.

@@ -53,3 +53,11 @@ enum WrkScripts {
     end
     """ + "\n" + report
 }
+
+extension WrkScripts {
+    /// `validate` with `X-Keylight-Nonce`, so every response is signed (protocol section 3).
+    static let signedValidate = validate.replacingOccurrences(
+        of: #"wrk.headers["Content-Type"] = "application/json""#,
+        with: #"wrk.headers["Content-Type"] = "application/json"; wrk.headers["X-Keylight-Nonce"] = "AAECAwQFBgcICQoL""#
+    )
+}

@@ -33,6 +33,8 @@ final class FakeServer: Transport, @unchecked Sendable {
     private var _gate: CheckedContinuation<Void, Never>?
     private var _holding = false
     var signWith: SigningKey?
+    /// Answer requests that carry a nonce with signed responses (protocol section 3).
+    var signsResponses = false
 
     init(clock: TestClock, key: SigningKey = try! SigningKey.generate(kid: "k1")) {
         self.clock = clock
@@ -75,7 +77,17 @@ final class FakeServer: Transport, @unchecked Sendable {
             if let retryAfter { headers["Retry-After"] = String(retryAfter) }
             return TransportResponse(status: status, headers: headers, body: Data(#"{"error":"refused","code":"\#(code)"}"#.utf8))
         case .normal:
-            return try answer(request)
+            var response = try answer(request)
+            if signsResponses, let header = request.headers["X-Keylight-Nonce"], let nonce = ResponseNonce(header: header) {
+                let intermediate = IntermediateSigningKey.create(root: key, now: clock.unixSeconds, validForDays: 2)
+                let time = String(clock.unixMilliseconds)
+                var generator = SystemRandomNumberGenerator()
+                let signature = intermediate.sign(nonce: nonce.bytes, path: request.path, requestTime: time, body: Array(response.body), using: &generator)
+                response.headers["x-keylight-signature"] = signature.header
+                response.headers["x-keylight-signature-kid"] = key.kid
+                response.headers["x-keylight-request-time"] = time
+            }
+            return response
         }
     }
 
@@ -117,11 +129,11 @@ enum Fixture {
     static let key = "ACME-AB12-CD34-EF56-GH78"
 
     @MainActor
-    static func manager(server: FakeServer, store: any SecureStore = InMemoryStore(), trialDaysSeed: Int = 0, trusted: [String: Curve25519.Signing.PublicKey]? = nil) -> LicenseManager {
+    static func manager(server: FakeServer, store: any SecureStore = InMemoryStore(), trialDaysSeed: Int = 0, trusted: [String: Curve25519.Signing.PublicKey]? = nil, mode: VerificationMode = .informational) -> LicenseManager {
         LicenseManager(configuration: Configuration(
             serverURL: URL(string: "https://licenses.invalid")!, tenantId: "acme", productId: "app", sdkKey: "kl_sdk_test",
             keyPrefix: "ACME", trustedKeys: trusted ?? server.keyset, trialDaysSeed: trialDaysSeed, freeTierSeed: true,
-            instanceName: "Test Mac", clock: server.clock, store: store, transport: server
+            instanceName: "Test Mac", verificationMode: mode, clock: server.clock, store: store, transport: server
         ))
     }
 }

@@ -124,7 +124,7 @@ import Testing
         let manager = Fixture.manager(server: server, store: store)
         await manager.checkOnLaunch()
         try await manager.activate(key: Fixture.key)
-        var changes: [LicenseState] = []
+        var changes: [LicenseUpdate] = []
         let stream = manager.stateChanges()
         let posted = NoteRecorder()
         let token = NotificationCenter.default.addObserver(forName: .keylightLicenseDidChange, object: manager, queue: nil) { note in
@@ -136,7 +136,7 @@ import Testing
         #expect(manager.state == .invalid)
         #expect(manager.lastError?.code == "LICENSE_REVOKED")
         for await state in stream { changes.append(state); break }
-        #expect(changes == [.invalid])
+        #expect(changes.map(\.state) == [.invalid])
         #expect(posted.states == ["invalid"])
         server.mode = .normal
         let relaunched = Fixture.manager(server: server, store: store)

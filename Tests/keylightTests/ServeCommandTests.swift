@@ -79,11 +79,13 @@ import Testing
         let path = try Self.databasePath()
         let first = try CLI.run(["migrate", "--db", path])
         #expect(first.status == 0, "\(first.stderr)")
-        #expect(first.stdout.contains("applied 0001_initial_schema"))
+        let applied = first.stdout.split(separator: "\n").filter { $0.hasPrefix("applied ") }.map { $0.dropFirst("applied ".count) }
+        #expect(applied.first == "0001_initial_schema")
+        #expect(applied == applied.sorted())  // named, in order
         let second = try CLI.run(["migrate", "--db", path])
         #expect(second.status == 0)
-        #expect(!second.stdout.contains("applied "))
-        #expect(second.stdout.contains("0001_initial_schema"))
+        #expect(!second.stdout.contains("applied 0"))
+        #expect(second.stdout.contains("database is at \(applied.last ?? "") (\(applied.count) applied)"))
     }
 
     @Test func unusableDatabaseFailsWithAClearError() throws {

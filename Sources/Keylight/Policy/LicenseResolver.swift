@@ -35,6 +35,9 @@ struct LicenseResolver: Sendable {
             if let rejection = stored.rejection {
                 return Resolution(state: .invalid, entitlements: [], reason: "refused by the server (\(rejection))")
             }
+            if stored.lease == nil, stored.awaitingVerifiedLease == true {
+                return Resolution(state: .expired, entitlements: [], reason: "waiting for a verified response from the server")
+            }
             guard let lease = stored.lease, stored.instanceId == lease.instanceId,
                   LicenseKey.hash(normalizing: key) == lease.licenseKeyHash else {
                 return Resolution(state: .invalid, entitlements: [], reason: "no lease for this license")

@@ -21,6 +21,12 @@ struct PersistedState: Codable, Equatable, Sendable {
     var keylessInstanceId: String?
     /// The server's explicit refusal of this license (`LICENSE_REVOKED`, …), if any.
     var rejection: String?
+    /// How the responses that brought the cached lease and config were verified
+    /// (`verified`, `failed`, `notRequested`), so a stricter mode can discard what it would not accept.
+    var leaseVerification: String?
+    var configVerification: String?
+    /// The cached lease was discarded for want of verification; the next verified refresh decides.
+    var awaitingVerifiedLease: Bool?
 
     static let storeKey = "state"
 
@@ -45,5 +51,34 @@ struct PersistedState: Codable, Equatable, Sendable {
         instanceId = nil
         lease = nil
         rejection = nil
+        leaseVerification = nil
+        awaitingVerifiedLease = nil
+    }
+
+    /// Drops cached data that `mode` would not have accepted: under `.enforced` anything not
+    /// verified, under `.informational` anything cached while verification was disabled.
+    /// Returns whether anything was dropped.
+    mutating func discardUnverified(for mode: VerificationMode) -> Bool {
+        func unacceptable(_ how: String?) -> Bool {
+            switch mode {
+            case .disabled: false
+            case .informational: how == nil || how == "notRequested"
+            case .enforced: how != "verified"
+            }
+        }
+        var dropped = false
+        if lease != nil, unacceptable(leaseVerification) {
+            lease = nil
+            leaseVerification = nil
+            awaitingVerifiedLease = true
+            dropped = true
+        }
+        if config != nil, unacceptable(configVerification) {
+            config = nil
+            configVerification = nil
+            dropped = true
+        }
+        if dropped { lastRefresh = nil }
+        return dropped
     }
 }

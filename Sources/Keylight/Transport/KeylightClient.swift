@@ -16,7 +16,16 @@ struct KeylightClient: Sendable {
     let tenantId: String
     let productId: String
     let sdkKey: String
+    let mode: VerificationMode
+    let verification: ResponseVerification
+    let clock: any WallClock
     let sdkVersion = "1.0.0"
+
+    /// A reply and how its signature checked out.
+    struct Exchange<Value: Sendable>: Sendable {
+        var reply: ServerReply<Value>
+        var verification: VerificationResult
+    }
 
     struct ActivateBody: Decodable, Sendable {
         var instance_id: String
@@ -35,25 +44,25 @@ struct KeylightClient: Sendable {
         var config: SignedProductConfig
     }
 
-    func activate(key: String, instanceName: String, machineHash: String, freeTierInstanceId: String?) async -> ServerReply<ActivateBody> {
+    func activate(key: String, instanceName: String, machineHash: String, freeTierInstanceId: String?) async -> Exchange<ActivateBody> {
         var body: [String: String] = ["license_key": key, "instance_name": instanceName, "machine_hash": machineHash]
         if let freeTierInstanceId { body["free_tier_instance_id"] = freeTierInstanceId }
         return await post("activate", body)
     }
 
-    func validate(key: String, instanceId: String, machineHash: String) async -> ServerReply<ValidateBody> {
+    func validate(key: String, instanceId: String, machineHash: String) async -> Exchange<ValidateBody> {
         await post("validate", ["license_key": key, "instance_id": instanceId, "machine_hash": machineHash])
     }
 
-    func deactivate(key: String, instanceId: String) async -> ServerReply<EmptyBody> {
+    func deactivate(key: String, instanceId: String) async -> Exchange<EmptyBody> {
         await post("deactivate", ["license_key": key, "instance_id": instanceId])
     }
 
-    func config() async -> ServerReply<SignedProductConfig> {
+    func config() async -> Exchange<SignedProductConfig> {
         await exchange(TransportRequest(method: "GET", path: "/\(tenantId)/\(productId)/config", headers: headers()))
     }
 
-    func keyless(instanceId: String, state: String, machineHash: String) async -> ServerReply<KeylessBody> {
+    func keyless(instanceId: String, state: String, machineHash: String) async -> Exchange<KeylessBody> {
         await post("keyless", ["instance_id": instanceId, "state": state, "machine_hash": machineHash])
     }
 
@@ -68,7 +77,7 @@ struct KeylightClient: Sendable {
         ]
     }
 
-    private func post<T: Decodable & Sendable>(_ action: String, _ fields: [String: String]) async -> ServerReply<T> {
+    private func post<T: Decodable & Sendable>(_ action: String, _ fields: [String: String]) async -> Exchange<T> {
         var body = fields
         body["sdk_version"] = sdkVersion
         body["platform"] = Self.platform
@@ -76,14 +85,24 @@ struct KeylightClient: Sendable {
         return await exchange(TransportRequest(method: "POST", path: "/\(tenantId)/\(productId)/\(action)", headers: headers(), body: data))
     }
 
-    private func exchange<T: Decodable & Sendable>(_ request: TransportRequest) async -> ServerReply<T> {
+    /// Sends with a fresh nonce (unless verification is disabled) and checks the signature. In
+    /// enforced mode a reply that fails is turned into a transient failure, so it changes nothing.
+    private func exchange<T: Decodable & Sendable>(_ request: TransportRequest) async -> Exchange<T> {
+        var request = request
+        let nonce = mode == .disabled ? nil : ResponseNonce()
+        if let nonce { request.headers["X-Keylight-Nonce"] = nonce.header }
         let response: TransportResponse
         do {
             response = try await transport.send(request)
         } catch {
-            return .transient(.transient("offline: \(error.localizedDescription)"), retryAfter: nil)
+            return Exchange(reply: .transient(.transient("offline: \(error.localizedDescription)"), retryAfter: nil), verification: .notRequested)
         }
-        return Self.classify(response)
+        guard let nonce else { return Exchange(reply: Self.classify(response), verification: .notRequested) }
+        let result = verification.check(response, nonce: nonce, path: request.path, now: clock.unixSeconds)
+        if mode == .enforced, case .failed(let reason) = result {
+            return Exchange(reply: .transient(.signatureVerificationFailed(reason), retryAfter: nil), verification: result)
+        }
+        return Exchange(reply: Self.classify(response), verification: result)
     }
 
     /// 2xx with a decodable body is success; 429 and 5xx are transient (with `Retry-After`);

@@ -10,13 +10,15 @@ final class AdminService: Sendable {
     let sealer: SecretSealer
     let clock: any WallClock
     let licensing: LicensingService
+    let signer: ResponseSigner
 
-    init(database: Database, keyRing: KeyRing, sealer: SecretSealer, clock: any WallClock, licensing: LicensingService) {
+    init(database: Database, keyRing: KeyRing, sealer: SecretSealer, clock: any WallClock, licensing: LicensingService, signer: ResponseSigner) {
         self.database = database
         self.keyRing = keyRing
         self.sealer = sealer
         self.clock = clock
         self.licensing = licensing
+        self.signer = signer
     }
 
     static let defaultLeaseTTL: Int64 = 7 * 86_400
@@ -187,8 +189,11 @@ final class AdminService: Sendable {
         )
     }
 
+    /// A new active root key; responses are signed under it from now on (a new intermediate key).
     func rotateSigningKey(actor: Actor) async throws -> SigningKey {
-        try await keyRing.rotate(now: clock.unixSeconds, actor: actor)
+        let key = try await keyRing.rotate(now: clock.unixSeconds, actor: actor)
+        try await signer.refresh()
+        return key
     }
 
     func retireSigningKey(kid: String, actor: Actor) async throws {

@@ -21,6 +21,7 @@ public struct KeylightServer: Sendable {
     /// The server's database (closed by the application at shutdown), for tools such as bulk import.
     public let database: Database
     let keyRing: KeyRing
+    let signer: ResponseSigner
 }
 
 /// Opens the database, applies migrations, loads or creates the signing key and admin token,
@@ -76,9 +77,11 @@ func assemble(
     let metrics = ServerMetrics()
     let touches = TouchBuffer()
     let licensing = LicensingService(database: database, keyRing: keyRing, clock: clock, touches: touches, metrics: metrics, licenseLimit: configuration.limits.perLicense)
-    let admin = AdminService(database: database, keyRing: keyRing, sealer: sealer, clock: clock, licensing: licensing)
+    let signer = ResponseSigner(database: database, keyRing: keyRing, sealer: sealer, clock: clock)
+    try await signer.refresh()
+    let admin = AdminService(database: database, keyRing: keyRing, sealer: sealer, clock: clock, licensing: licensing, signer: signer)
 
-    let router = buildRouter(licensing: licensing, admin: admin, keyRing: keyRing, metrics: metrics, limits: configuration.limits, adminTokenHash: tokenHash)
+    let router = buildRouter(licensing: licensing, admin: admin, keyRing: keyRing, metrics: metrics, signer: signer, limits: configuration.limits, adminTokenHash: tokenHash)
     let application = Application(
         router: router,
         configuration: .init(address: .hostname(configuration.host, port: configuration.port), serverName: "keylight"),
@@ -86,6 +89,7 @@ func assemble(
         services: [
             DatabaseCloseService(database: database),
             PeriodicService.refreshing(keyRing, every: configuration.keyRefreshInterval, logger: logger),
+            PeriodicService.rotating(signer, every: configuration.keyRefreshInterval, logger: logger),
             PeriodicService.flushing(touches, to: database, every: configuration.touchFlushInterval, logger: logger),
         ],
         onServerRunning: onServerRunning,
@@ -94,18 +98,18 @@ func assemble(
     return KeylightServer(
         application: application,
         report: StartupReport(createdAdminToken: createdToken, appliedMigrations: applied, activeKid: keyRing.current.active.kid),
-        database: database, keyRing: keyRing
+        database: database, keyRing: keyRing, signer: signer
     )
 }
 
 /// The routes, in middleware order: observation (ids, errors, metrics) around everything,
 /// the per-address limit around the APIs.
 func buildRouter(
-    licensing: LicensingService, admin: AdminService, keyRing: KeyRing, metrics: ServerMetrics,
+    licensing: LicensingService, admin: AdminService, keyRing: KeyRing, metrics: ServerMetrics, signer: ResponseSigner?,
     limits: ServerLimits, adminTokenHash: [UInt8]
 ) -> Router<KeylightRequestContext> {
     let router = Router(context: KeylightRequestContext.self)
-    router.add(middleware: RequestObservationMiddleware(metrics: metrics))
+    router.add(middleware: RequestObservationMiddleware(metrics: metrics, signer: signer))
     OpsRoutes(keyRing: keyRing, metrics: metrics).register(on: router)
     router.add(middleware: AddressRateLimitMiddleware(limiter: RateLimiter(limit: limits.perAddress)))
     AdminRoutes(service: admin, limits: limits).register(on: router, tokenHash: adminTokenHash)

@@ -1,5 +1,6 @@
 import Foundation
 import Hummingbird
+import KeylightCore
 import HTTPTypes
 import Logging
 import NIOCore
@@ -10,6 +11,8 @@ import NIOCore
 struct RequestObservationMiddleware: RouterMiddleware {
     typealias Context = KeylightRequestContext
     let metrics: ServerMetrics
+    /// Signs SDK responses for requests that carry `X-Keylight-Nonce` (protocol section 3).
+    let signer: ResponseSigner?
 
     func handle(_ request: Request, context: Context, next: (Request, Context) async throws -> Response) async throws -> Response {
         var context = context
@@ -17,10 +20,21 @@ struct RequestObservationMiddleware: RouterMiddleware {
         context.logger[metadataKey: "request_id"] = .string(context.requestId)
         let start = ContinuousClock.now
         var response: Response
-        do {
-            response = try await next(request, context)
-        } catch {
-            response = Self.errorResponse(error, context: context, outcomeField: Self.outcomeField(for: request))
+        var nonce: ResponseNonce?
+        let nonceHeader = signer != nil && Self.isSDKRequest(request) ? request.headers[.keylightNonce] : nil
+        if let nonceHeader, ResponseNonce(header: nonceHeader) == nil {
+            // Nothing to sign for: answered unsigned.
+            response = APIError.invalidRequest("X-Keylight-Nonce must be base64 of 12 bytes.").jsonResponse(outcomeField: Self.outcomeField(for: request))
+        } else {
+            nonce = nonceHeader.flatMap { ResponseNonce(header: $0) }
+            do {
+                response = try await next(request, context)
+            } catch {
+                response = Self.errorResponse(error, context: context, outcomeField: Self.outcomeField(for: request))
+            }
+        }
+        if let nonce, let signer {
+            response = try await Self.signed(response, nonce: nonce, path: request.uri.path, signer: signer)
         }
         response.headers[.keylightRequestId] = context.requestId
         let duration = ContinuousClock.now - start
@@ -63,6 +77,29 @@ struct RequestObservationMiddleware: RouterMiddleware {
             context.logger.error("unhandled error", metadata: ["error": "\(String(reflecting: type(of: error)))"])
             return .internalError
         }
+    }
+
+    /// The public SDK API: `POST /<tenant>/<product>/{activate,validate,deactivate,keyless}` and
+    /// `GET /<tenant>/<product>/config`, under a tenant id that is not one of the server's own paths.
+    static func isSDKRequest(_ request: Request) -> Bool {
+        let segments = request.uri.path.split(separator: "/", omittingEmptySubsequences: false)
+        guard segments.count == 4, segments[0].isEmpty, !TenantPath.reserved.contains(String(segments[1])) else { return false }
+        switch (request.method, segments[3]) {
+        case (.post, "activate"), (.post, "validate"), (.post, "deactivate"), (.post, "keyless"), (.get, "config"): return true
+        default: return false
+        }
+    }
+
+    /// The response with its body read back and the three signature headers added.
+    static func signed(_ response: Response, nonce: ResponseNonce, path: String, signer: ResponseSigner) async throws -> Response {
+        let sink = BodySink()
+        try await response.body.write(CollectingWriter(sink: sink))
+        let bytes = Array(sink.buffer.readableBytesView)
+        var signed = Response(status: response.status, headers: response.headers, body: .init(byteBuffer: sink.buffer))
+        if let headers = signer.headers(nonce: nonce, path: path, body: bytes) {
+            signed.headers.append(contentsOf: headers)
+        }
+        return signed
     }
 
     /// `activated` for `POST /<tenant>/<product>/activate`, `valid` for `…/validate`, else nil.
@@ -110,4 +147,20 @@ extension Request {
             throw APIError.payloadTooLarge
         }
     }
+}
+
+/// Collects a response body so it can be signed.
+final class BodySink {
+    var buffer = ByteBuffer()
+}
+
+struct CollectingWriter: ResponseBodyWriter {
+    let sink: BodySink
+
+    mutating func write(_ buffer: ByteBuffer) async throws {
+        var buffer = buffer
+        sink.buffer.writeBuffer(&buffer)
+    }
+
+    consuming func finish(_ trailingHeaders: HTTPFields?) async throws {}
 }

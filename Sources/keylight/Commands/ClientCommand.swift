@@ -39,6 +39,9 @@ struct ClientCommand: AsyncParsableCommand {
         @Option(help: "Trial days to assume until the product config is verified.")
         var trialDays = 0
 
+        @Option(help: "Signed responses: disabled, informational or enforced.")
+        var verification: VerificationMode = .informational
+
         @MainActor
         func manager(keyPrefix fallback: String = "") throws -> LicenseManager {
             guard let url = URL(string: server), url.scheme == "http" || url.scheme == "https" else {
@@ -47,7 +50,7 @@ struct ClientCommand: AsyncParsableCommand {
             let keyset = try Keyset(json: try readInput(keys))
             return LicenseManager(configuration: Configuration(
                 serverURL: url, tenantId: tenant, productId: product, sdkKey: sdkKey, keyPrefix: keyPrefix ?? fallback,
-                trustedKeys: keyset.keys, trialDaysSeed: trialDays,
+                trustedKeys: keyset.keys, trialDaysSeed: trialDays, verificationMode: verification,
                 store: EncryptedFileStore(directory: URL(fileURLWithPath: store))
             ))
         }
@@ -117,7 +120,9 @@ extension ClientAction {
     }
 }
 
-/// `{"state","days_left","entitlements","instance_id","lease_expires_at","reason","last_error"}`.
+extension VerificationMode: ExpressibleByArgument {}
+
+/// `{"state","days_left","entitlements","instance_id","lease_expires_at","reason","last_error","verification"}`.
 @MainActor
 private func printStatus(_ manager: LicenseManager) {
     var object: [String: Any] = [
@@ -127,6 +132,7 @@ private func printStatus(_ manager: LicenseManager) {
         "instance_id": manager.instanceId ?? NSNull(),
         "lease_expires_at": manager.leaseExpiresAt.map { Int($0.timeIntervalSince1970) } ?? NSNull(),
         "last_error": manager.lastError?.code ?? NSNull(),
+        "verification": manager.lastVerification.description,
     ]
     if case .trial(let days) = manager.state { object["days_left"] = days }
     let data = (try? JSONSerialization.data(withJSONObject: object, options: [.sortedKeys, .withoutEscapingSlashes])) ?? Data()
