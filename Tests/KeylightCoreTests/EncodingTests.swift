@@ -57,3 +57,18 @@ import Testing
         #expect(Base64.decode(text) == nil)
     }
 }
+
+@Suite struct RandomBytesTests {
+    @Test func fillsExactCountsFromWholeDraws() {
+        var generator = SeededGenerator(seed: 1)
+        for count in [0, 1, 7, 8, 9, 16, 33] {
+            #expect(generator.bytes(count).count == count)
+        }
+        var a = SeededGenerator(seed: 9)
+        var b = SeededGenerator(seed: 9)
+        let word = b.next()
+        #expect(a.bytes(8) == (0..<8).map { UInt8(truncatingIfNeeded: word >> ($0 * 8)) })
+        var system = SystemRandomNumberGenerator()
+        #expect(system.bytes(16) != system.bytes(16))
+    }
+}

@@ -58,9 +58,12 @@ import Testing
         #expect(try state(offline)["state"] as? String == "licensed")
 
         server = try await ServerProcess(database: directory.appendingPathComponent("s.sqlite").path, environment: ["KEYLIGHT_ADMIN_TOKEN": "t"])
-        let refreshed = try client(["refresh"], port: server.port)
+        let refreshed = try client(["--verification", "enforced", "refresh"], port: server.port)
         #expect(try state(refreshed)["state"] as? String == "licensed")
         #expect(try state(refreshed)["last_error"] is NSNull)
+        #expect(try state(refreshed)["verification"] as? String == "verified")
+        let unverified = try client(["--verification", "disabled", "status"], port: server.port)
+        #expect(try state(unverified)["verification"] as? String == "notRequested")
         let deactivated = try client(["deactivate"], port: server.port)
         #expect(deactivated.status == 0)
         #expect(try state(deactivated)["state"] as? String == "trial")

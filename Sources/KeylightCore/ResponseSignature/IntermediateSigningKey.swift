@@ -68,7 +68,7 @@ public struct IntermediateSigningKey: Sendable, CustomStringConvertible {
         body: some Collection<UInt8>,
         using generator: inout some RandomNumberGenerator
     ) -> ResponseSignature {
-        let salt = (0..<ResponseSignatureLayout.Component.salt.size).map { _ in UInt8.random(in: .min ... .max, using: &generator) }
+        let salt = generator.bytes(ResponseSignatureLayout.Component.salt.size)
         return sign(nonce: nonce, path: path, requestTime: requestTime, body: body, salt: salt)
     }
 

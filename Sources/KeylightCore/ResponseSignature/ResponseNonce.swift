@@ -5,7 +5,7 @@ public struct ResponseNonce: Hashable, Sendable {
 
     /// A fresh nonce from `generator`, which must be cryptographically secure in production.
     public init(using generator: inout some RandomNumberGenerator) {
-        bytes = (0..<ResponseSignatureLayout.nonceSize).map { _ in UInt8.random(in: .min ... .max, using: &generator) }
+        bytes = generator.bytes(ResponseSignatureLayout.nonceSize)
     }
 
     /// A fresh nonce from the system CSPRNG.
