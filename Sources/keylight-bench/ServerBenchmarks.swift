@@ -24,6 +24,9 @@ struct ServerBenchmarks: AsyncParsableCommand {
     @Option(help: "Total licenses for the large-database validate run (0 skips it).")
     var largeLicenses = 1_000_000
 
+    @Option(help: "Rounds of each alternating comparison (signed/unsigned, small/large database); medians are reported.")
+    var rounds = 3
+
     @Option(help: "SQLite connection pool size.")
     var poolSize = ServerConfiguration().poolSize
 
@@ -61,14 +64,14 @@ struct ServerBenchmarks: AsyncParsableCommand {
             // Signed and unsigned validate alternately, so machine noise hits both alike.
             var plain: [Wrk.Result] = []
             var signed: [Wrk.Result] = []
-            for _ in 0..<3 {
+            for _ in 0..<rounds {
                 plain.append(try small.validate(with: wrk))
                 signed.append(try wrk.run(url: small.base + "/bench/app/validate", script: WrkScripts.signedValidate, name: "signed", arguments: [small.pairsFile.path, small.sdkKey]))
             }
             let plainRate = median(plain.map(\.requestsPerSecond))
             let signedRate = median(signed.map(\.requestsPerSecond))
             let ratio = signedRate / plainRate
-            print(#"{"benchmark":"server.validate_signed","rounds":3,"unsigned_ops_per_sec":\#(String(format: "%.1f", plainRate)),"signed_ops_per_sec":\#(String(format: "%.1f", signedRate)),"# +
+            print(#"{"benchmark":"server.validate_signed","rounds":\#(rounds),"unsigned_ops_per_sec":\#(String(format: "%.1f", plainRate)),"signed_ops_per_sec":\#(String(format: "%.1f", signedRate)),"# +
                   #""signed_p99_ms":\#(String(format: "%.3f", median(signed.map(\.p99ms)))),"ratio":\#(String(format: "%.3f", ratio)),"target":0.8,"meets_target":\#(ratio >= 0.8)}"#)
         }
         if selected.contains("large"), largeLicenses > licenses {
@@ -83,14 +86,14 @@ struct ServerBenchmarks: AsyncParsableCommand {
             _ = try large.validate(with: warmUp)
             var smallRuns: [Wrk.Result] = []
             var largeRuns: [Wrk.Result] = []
-            for _ in 0..<3 {
+            for _ in 0..<rounds {
                 smallRuns.append(try small.validate(with: wrk))
                 largeRuns.append(try large.validate(with: wrk))
             }
             let smallP50 = median(smallRuns.map(\.p50ms))
             let largeP50 = median(largeRuns.map(\.p50ms))
             let ratio = largeP50 / smallP50
-            print(#"{"benchmark":"server.validate_by_database_size","rounds":3,"small_licenses":\#(licenses),"large_licenses":\#(largeLicenses),"# +
+            print(#"{"benchmark":"server.validate_by_database_size","rounds":\#(rounds),"small_licenses":\#(licenses),"large_licenses":\#(largeLicenses),"# +
                   #""small_p50_ms":\#(String(format: "%.3f", smallP50)),"large_p50_ms":\#(String(format: "%.3f", largeP50)),"# +
                   #""small_ops_per_sec":\#(String(format: "%.1f", median(smallRuns.map(\.requestsPerSecond)))),"large_ops_per_sec":\#(String(format: "%.1f", median(largeRuns.map(\.requestsPerSecond)))),"# +
                   #""p50_ratio":\#(String(format: "%.3f", ratio)),"target":"large p50 <= 1.2 x small p50","meets_target":\#(ratio <= 1.2)}"#)
