@@ -31,7 +31,11 @@ public func buildApplication(
     logger: Logger,
     onServerRunning: @escaping @Sendable (any Channel) async -> Void = { _ in }
 ) async throws -> KeylightServer {
-    let database = try await Database.sqlite(path: configuration.databasePath, poolSize: configuration.poolSize, logger: logger)
+    let database = if let url = configuration.databaseURL {
+        try await PostgresStorage.open(url: url, poolSize: configuration.poolSize, searchPath: configuration.searchPath, logger: logger)
+    } else {
+        try await Database.sqlite(path: configuration.databasePath, poolSize: configuration.poolSize, logger: logger)
+    }
     do {
         return try await assemble(database: database, configuration: configuration, logger: logger, onServerRunning: onServerRunning)
     } catch {
@@ -53,6 +57,8 @@ func assemble(
         sealer = try SecretSealer.load(environmentValue: configuration.masterKey, path: path)
     } else if let key = configuration.masterKey {
         sealer = try SecretSealer.load(environmentValue: key, path: "")
+    } else if configuration.databaseURL != nil {
+        throw StorageError.noMasterKey
     } else {
         sealer = .ephemeral()
     }

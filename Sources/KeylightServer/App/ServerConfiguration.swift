@@ -25,9 +25,13 @@ public struct ServerConfiguration: Sendable {
     public var host = "127.0.0.1"
     /// 0 picks a free port (reported through `onServerRunning`).
     public var port = 8080
-    /// SQLite file; nil keeps the database in memory (tests).
+    /// SQLite file; nil keeps the database in memory (tests). Ignored when ``databaseURL`` is set.
     public var databasePath: String? = "keylight.sqlite"
-    /// Connections in the SQLite pool.
+    /// `postgres://user:pass@host:port/db`: a PostgreSQL database shared by any number of processes.
+    public var databaseURL: String?
+    /// PostgreSQL schemas to use (tests isolate themselves in a schema each).
+    var searchPath: [String]?
+    /// Connections in the pool (SQLite: per file; PostgreSQL: per process).
     public var poolSize = 4
     /// Master key for secrets in the database: base64 of 32 bytes (`KEYLIGHT_MASTER_KEY`), else
     /// the file at ``masterKeyPath``.
@@ -46,6 +50,7 @@ public struct ServerConfiguration: Sendable {
     public init() {}
 
     var resolvedMasterKeyPath: String? {
-        masterKeyPath ?? databasePath.map { $0 + ".master-key" }
+        // With PostgreSQL the processes must share one master key: KEYLIGHT_MASTER_KEY or an explicit file.
+        masterKeyPath ?? (databaseURL == nil ? databasePath.map { $0 + ".master-key" } : nil)
     }
 }

@@ -21,6 +21,16 @@ public struct Database: Sendable {
         return Database(sql: sql, driver: .sqlite, close: close)
     }
 
+    /// A PostgreSQL database at `url`, shared with any other server processes using it.
+    public static func postgres(url: String, poolSize: Int = 8, logger: Logger) async throws -> Database {
+        try await PostgresStorage.open(url: url, poolSize: poolSize, logger: logger)
+    }
+
+    /// A database URL with its password hidden, for logs and messages.
+    public static func redacted(url: String) -> String {
+        PostgresStorage.redacting(url)
+    }
+
     /// Runs the driver's after-bulk-write statements (outside any transaction).
     func tidyAfterBulkWrite() async throws {
         for statement in capabilities.afterBulkWrite {

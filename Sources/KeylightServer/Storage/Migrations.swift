@@ -22,36 +22,34 @@ extension Database {
         try await migrate(Migration.all, logger: logger)
     }
 
+    /// All pending migrations in one transaction, under the driver's migration lock, so that
+    /// processes starting together apply each migration exactly once.
     func migrate(_ migrations: [Migration], logger: Logger) async throws -> [String] {
-        try await sql.raw("""
-            CREATE TABLE IF NOT EXISTS keylight_migrations (
-                name TEXT PRIMARY KEY,
-                applied_at \(unsafeRaw: capabilities.bigint) NOT NULL
-            )
-            """).run()
-        let known = Set(migrations.map(\.name))
-        let recorded = try await sql.raw("SELECT name FROM keylight_migrations").all(decodingColumn: "name", as: String.self)
-        if let unknown = recorded.first(where: { !known.contains($0) }) {
-            throw StorageError.unknownMigration(unknown)
-        }
-        var applied: [String] = []
-        for migration in migrations where !recorded.contains(migration.name) {
-            let capabilities = self.capabilities
-            let ran = try await write { db in
-                // Another process may have applied it since we looked; the write lock makes this check final.
-                let already = try await db.raw("SELECT name FROM keylight_migrations WHERE name = \(bind: migration.name)").first()
-                if already != nil { return false }
+        let capabilities = self.capabilities
+        let applied = try await write { db in
+            if let lock = capabilities.migrationLock { try await db.raw(SQLQueryString(lock)).run() }
+            try await db.raw("""
+                CREATE TABLE IF NOT EXISTS keylight_migrations (
+                    name TEXT PRIMARY KEY,
+                    applied_at \(unsafeRaw: capabilities.bigint) NOT NULL
+                )
+                """).run()
+            let known = Set(migrations.map(\.name))
+            let recorded = try await db.raw("SELECT name FROM keylight_migrations").all(decodingColumn: "name", as: String.self)
+            if let unknown = recorded.first(where: { !known.contains($0) }) {
+                throw StorageError.unknownMigration(unknown)
+            }
+            var applied: [String] = []
+            for migration in migrations where !recorded.contains(migration.name) {
                 for statement in migration.statements(capabilities) {
                     try await db.raw(SQLQueryString(statement)).run()
                 }
                 try await db.raw("INSERT INTO keylight_migrations (name, applied_at) VALUES (\(bind: migration.name), \(bind: SystemClockSeconds.now))").run()
-                return true
-            }
-            if ran {
-                logger.debug("applied migration", metadata: ["migration": "\(migration.name)"])
                 applied.append(migration.name)
             }
+            return applied
         }
+        for name in applied { logger.debug("applied migration", metadata: ["migration": "\(name)"]) }
         return applied
     }
 

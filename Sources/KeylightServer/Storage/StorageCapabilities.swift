@@ -22,10 +22,12 @@ struct StorageCapabilities: Sendable {
     let clusteredTable: String
     /// Statements that tidy up after a bulk write (statistics, write-ahead log).
     let afterBulkWrite: [String]
+    let migrationLock: String?
 
     init(database: any SQLDatabase, driver: DriverTraits) {
         clusteredTable = driver.clusteredTable
         afterBulkWrite = driver.afterBulkWrite
+        migrationLock = driver.migrationLock
         let dialect = database.dialect
         let lock = dialect.exclusiveSelectLockExpression.map { database.serialize($0).sql }
         rowLockClause = lock
@@ -45,10 +47,18 @@ struct StorageCapabilities: Sendable {
 struct DriverTraits: Sendable {
     var clusteredTable = ""
     var afterBulkWrite = ["ANALYZE"]
+    /// Taken first in the migration transaction so processes starting together migrate one at
+    /// a time (SQLite's `BEGIN IMMEDIATE` already serialises them).
+    var migrationLock: String?
 
     static let sqlite = DriverTraits(
         clusteredTable: " WITHOUT ROWID",
         // Fresh planner statistics, and the write-ahead log folded back into the database file.
         afterBulkWrite: ["ANALYZE", "PRAGMA wal_checkpoint(TRUNCATE)"]
+    )
+
+    static let postgres = DriverTraits(
+        afterBulkWrite: ["ANALYZE"],
+        migrationLock: "SELECT pg_advisory_xact_lock(73011984)"
     )
 }

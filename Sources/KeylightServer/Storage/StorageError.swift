@@ -1,3 +1,6 @@
+import AsyncKit
+import NIOCore
+import PostgresNIO
 import SQLiteNIO
 
 /// Storage failures the service layer reacts to.
@@ -13,6 +16,14 @@ public struct StorageError: Error, Hashable, Sendable, CustomStringConvertible {
         Self(description: "database has migration \(name), which this build does not know; upgrade Keylight")
     }
 
+    /// The database cannot be reached (at start: a clear error and a non-zero exit).
+    public static func unreachable(_ target: String, reason: String) -> Self {
+        Self(description: "cannot reach the database at \(target): \(reason)")
+    }
+
+    /// A shared database needs a master key every process has.
+    public static let noMasterKey = Self(description: "with --database-url, set KEYLIGHT_MASTER_KEY (base64 of 32 bytes) or --master-key-file, the same for every process")
+
     /// True when `error` is the database refusing a duplicate under a UNIQUE or PRIMARY KEY
     /// constraint. Each driver spells this differently; this is the one place that knows how.
     static func isUniqueViolation(_ error: any Error) -> Bool {
@@ -21,6 +32,9 @@ public struct StorageError: Error, Hashable, Sendable, CustomStringConvertible {
             case .constraintUniqueFailed, .constraintPrimaryKeyFailed, .constraintUniqueRowIDFailed: return true
             default: return false
             }
+        }
+        if let error = error as? PSQLError, error.code == .server {
+            return error.serverInfo?[.sqlState] == "23505"  // unique_violation
         }
         return false
     }
@@ -35,6 +49,16 @@ public struct StorageError: Error, Hashable, Sendable, CustomStringConvertible {
             default: return false
             }
         }
-        return false
+        if let error = error as? PSQLError {
+            switch error.code {
+            case .connectionError, .serverClosedConnection, .clientClosedConnection, .uncleanShutdown, .poolClosed: return true
+            case .server:
+                // 08xxx connection exceptions, 57P0x shutdown/cannot connect now, 53xxx insufficient resources.
+                let state = error.serverInfo?[.sqlState] ?? ""
+                return state.hasPrefix("08") || state.hasPrefix("57P") || state.hasPrefix("53")
+            default: return false
+            }
+        }
+        return error is ConnectionPoolTimeoutError || error is NIOConnectionError || error is ChannelError
     }
 }

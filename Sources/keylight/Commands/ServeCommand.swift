@@ -10,6 +10,19 @@ struct DatabaseOptions: ParsableArguments {
 
     @Option(help: "Master key file for secrets in the database (default: <db>.master-key; KEYLIGHT_MASTER_KEY overrides).")
     var masterKeyFile: String?
+
+    @Option(help: "PostgreSQL URL (postgres://user:pass@host:port/db), shared by any number of processes; also KEYLIGHT_DATABASE_URL. Default: SQLite at --db.")
+    var databaseURL: String?
+
+    /// The PostgreSQL URL from the option or the environment.
+    var resolvedDatabaseURL: String? {
+        databaseURL ?? ProcessInfo.processInfo.environment["KEYLIGHT_DATABASE_URL"].flatMap { $0.isEmpty ? nil : $0 }
+    }
+
+    func open(poolSize: Int, logger: Logger) async throws -> Database {
+        if let url = resolvedDatabaseURL { return try await Database.postgres(url: url, poolSize: poolSize, logger: logger) }
+        return try await Database.sqlite(path: databasePath, poolSize: poolSize, logger: logger)
+    }
 }
 
 struct ServeCommand: AsyncParsableCommand {
@@ -43,8 +56,11 @@ struct ServeCommand: AsyncParsableCommand {
     @Option(help: "SDK requests per minute per license key, as RATE or RATE/BURST (0 = unlimited).")
     var rateLimitLicense: RateLimitOption?
 
-    @Option(help: "SQLite connection pool size.")
+    @Option(help: "Database connection pool size (per process).")
     var poolSize = 4
+
+    @Option(help: "Seconds between re-reads of signing keys made by other processes sharing the database.")
+    var keyRefreshInterval = 10
 
     enum LogFormat: String, ExpressibleByArgument { case text, json }
 
@@ -61,10 +77,12 @@ struct ServeCommand: AsyncParsableCommand {
         configuration.host = host
         configuration.port = port
         configuration.databasePath = database.databasePath
+        configuration.databaseURL = database.resolvedDatabaseURL
         configuration.masterKeyPath = database.masterKeyFile
         configuration.masterKey = environment["KEYLIGHT_MASTER_KEY"].flatMap { $0.isEmpty ? nil : $0 }
         configuration.adminToken = environment["KEYLIGHT_ADMIN_TOKEN"].flatMap { $0.isEmpty ? nil : $0 }
         configuration.poolSize = poolSize
+        configuration.keyRefreshInterval = .seconds(max(1, keyRefreshInterval))
         if let rateLimitAddress { configuration.limits.perAddress = rateLimitAddress.limit }
         if let rateLimitLicense { configuration.limits.perLicense = rateLimitLicense.limit }
 
@@ -83,7 +101,7 @@ struct ServeCommand: AsyncParsableCommand {
             Standard.line("Admin API token (shown once; store it now): \(token)")
         }
         logger.info("starting", metadata: [
-            "database": .string(database.databasePath), "signing_kid": .string(server.report.activeKid),
+            "database": .string(database.resolvedDatabaseURL.map(Database.redacted(url:)) ?? database.databasePath), "signing_kid": .string(server.report.activeKid),
             "migrations_applied": .stringConvertible(server.report.appliedMigrations.count),
         ])
         try await server.application.runService(gracefulShutdownSignals: [.sigterm, .sigint])
@@ -98,7 +116,7 @@ struct MigrateCommand: AsyncParsableCommand {
     func run() async throws {
         let logger = Logger(label: "keylight")
         try await reportingInputFailuresAsync {
-            let db = try await Database.sqlite(path: database.databasePath, poolSize: 1, logger: logger)
+            let db = try await database.open(poolSize: 1, logger: logger)
             do {
                 let applied = try await db.migrate(logger: logger)
                 let all = try await db.appliedMigrations()

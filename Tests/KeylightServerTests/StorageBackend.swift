@@ -1,0 +1,64 @@
+import Foundation
+import KeylightCore
+@testable import KeylightServer
+import Logging
+import SQLKit
+import Testing
+
+/// The databases the storage conformance suite runs on. PostgreSQL joins when
+/// `KEYLIGHT_TEST_POSTGRES_URL` is set (CI always sets it); each test gets a fresh schema.
+enum StorageBackend: String, CaseIterable, Sendable, CustomTestStringConvertible {
+    case sqliteMemory, sqliteFile, postgres
+
+    static var postgresURL: String? {
+        ProcessInfo.processInfo.environment["KEYLIGHT_TEST_POSTGRES_URL"].flatMap { $0.isEmpty ? nil : $0 }
+    }
+
+    static var available: [StorageBackend] {
+        postgresURL == nil ? [.sqliteMemory, .sqliteFile] : allCases
+    }
+
+    var testDescription: String { rawValue }
+
+    /// A fresh, migrated database.
+    func open(poolSize: Int = 4) async throws -> Database {
+        let database: Database
+        switch self {
+        case .sqliteMemory:
+            database = try await Database.sqlite(path: nil, logger: Harness.logger)
+        case .sqliteFile:
+            database = try await Database.sqlite(path: try ConcurrencyTests.databaseFile(), poolSize: poolSize, logger: Harness.logger)
+        case .postgres:
+            let url = try #require(Self.postgresURL)
+            database = try await PostgresStorage.open(url: url, poolSize: poolSize, searchPath: [try await Self.freshSchema(url: url)], logger: Harness.logger)
+        }
+        try await database.migrate(logger: Harness.logger)
+        return database
+    }
+
+    /// A new empty schema on the test server.
+    static func freshSchema(url: String) async throws -> String {
+        let name = "t_" + UUID().uuidString.lowercased().replacingOccurrences(of: "-", with: "")
+        let admin = try await Database.postgres(url: url, poolSize: 1, logger: Harness.logger)
+        try await admin.sql.raw("CREATE SCHEMA \(ident: name)").run()
+        await admin.close()
+        return name
+    }
+}
+
+extension Harness {
+    /// A server on `backend` (PostgreSQL in a fresh schema).
+    static func on(_ backend: StorageBackend, limits: ServerLimits = .unlimited) async throws -> Harness {
+        var harness = Harness(limits: limits)
+        switch backend {
+        case .sqliteMemory: break
+        case .sqliteFile: harness.configuration.databasePath = try ConcurrencyTests.databaseFile()
+        case .postgres:
+            let url = try #require(StorageBackend.postgresURL)
+            harness.configuration.databaseURL = url
+            harness.configuration.searchPath = [try await StorageBackend.freshSchema(url: url)]
+            harness.configuration.masterKey = Base64.encode([UInt8](repeating: 7, count: 32))
+        }
+        return harness
+    }
+}

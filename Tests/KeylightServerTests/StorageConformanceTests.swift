@@ -1,0 +1,225 @@
+import Foundation
+import KeylightCore
+@testable import KeylightServer
+import SQLKit
+import Testing
+
+/// One storage implementation, the same behaviour on every database it runs on.
+@Suite struct StorageConformanceTests {
+    static let now: Int64 = 1_781_076_246
+
+    static func catalog(_ db: Database, limit: Int = 3) async throws {
+        #expect(try await db.insertTenant(Tenant(id: "acme", name: "Acme", createdAt: now), actor: .adminToken))
+        #expect(try await db.insertProduct(Product(tenantId: "acme", id: "app", name: "App", keyPrefix: "ACME", sdkKeyHash: String(repeating: "0", count: 64),
+                                                   trialDurationDays: 14, freeTierEnabled: true, createdAt: now, updatedAt: now), actor: .adminToken))
+        #expect(try await db.insertKeyType(KeyType(tenantId: "acme", productId: "app", id: "pro", displayName: "Pro", activationLimit: limit, durationDays: nil,
+                                                   fallbackAccess: false, leaseTtlSeconds: 604_800, entitlements: "pro,sync", createdAt: now), actor: .adminToken))
+    }
+
+    static func license(_ db: Database, email: String? = nil) async throws -> (License, LicenseKey) {
+        let key = try LicenseKey.generate(prefix: "ACME")
+        let license = License(id: UUID().uuidString.lowercased(), tenantId: "acme", productId: "app", keyTypeId: "pro", keyHash: key.keyHash,
+                              maskedKey: key.masked, status: .active, expiresAt: nil, customerEmail: email, activeInstances: 0, createdAt: now, updatedAt: now)
+        try await db.insertLicense(license, actor: .adminToken)
+        return (license, key)
+    }
+
+    static func activate(_ db: Database, _ key: LicenseKey, machine: String?) async throws -> ActivationOutcome {
+        try await db.activate(keyHash: key.keyHash, tenantId: "acme", productId: "app", newInstanceId: UUID().uuidString.lowercased(), name: "n",
+                              machineHash: machine, existingInstanceId: nil, freeTierInstanceId: nil, now: now, refuse: { _ in false })
+    }
+
+    @Test(arguments: StorageBackend.available)
+    func migrationsAndCatalog(backend: StorageBackend) async throws {
+        let db = try await backend.open()
+        #expect(try await db.migrate(logger: Harness.logger).isEmpty)
+        #expect(try await db.appliedMigrations() == Migration.all.map(\.name))
+        try await Self.catalog(db)
+        #expect(try await !db.insertTenant(Tenant(id: "acme", name: "Again", createdAt: Self.now), actor: .adminToken))
+        #expect(try await db.tenant(id: "acme")?.name == "Acme")
+        let product = try #require(try await db.product(tenantId: "acme", id: "app"))
+        #expect(product.freeTierEnabled && product.trialDurationDays == 14)
+        let updated = try await db.updateProduct(tenantId: "acme", id: "app", name: nil, trialDurationDays: 30, freeTierEnabled: false, now: Self.now + 1, actor: .adminToken)
+        #expect(updated?.trialDurationDays == 30 && updated?.freeTierEnabled == false && updated?.name == "App")
+        #expect(try await db.keyType(tenantId: "acme", productId: "app", id: "pro")?.entitlementCodes == ["pro", "sync"])
+        #expect(try await db.keyType(tenantId: "acme", productId: "app", id: "pro")?.durationDays == nil)
+        let audit = try await db.auditLog(limit: 10)
+        #expect(audit.map(\.action).prefix(4) == ["product.update", "key_type.create", "product.create", "tenant.create"])
+        #expect(try await db.auditLog(limit: 2, beforeId: audit[1].id).first?.id == audit[2].id)
+        await db.close()
+    }
+
+    @Test(arguments: StorageBackend.available)
+    func licensesPagingStatusRemintAndImport(backend: StorageBackend) async throws {
+        let db = try await backend.open()
+        try await Self.catalog(db)
+        let (first, key) = try await Self.license(db, email: "a@example.com")
+        for _ in 0..<4 { _ = try await Self.license(db, email: "b@example.com") }
+        #expect(try await db.license(keyHash: key.keyHash)?.id == first.id)
+        let page = try await db.licenses(tenantId: "acme", productId: "app", email: "b@example.com", status: nil, afterId: nil, limit: 3)
+        #expect(page.count == 3)
+        let rest = try await db.licenses(tenantId: "acme", productId: "app", email: "b@example.com", status: nil, afterId: page.last!.id, limit: 3)
+        #expect(rest.count == 1 && !page.map(\.id).contains(rest[0].id))
+        let suffix = try await db.licenses(tenantId: "acme", productId: "app", email: nil, status: nil, keySuffix: String(key.text.suffix(4)), afterId: nil, limit: 10)
+        #expect(suffix.map(\.id).contains(first.id))
+        #expect(try await db.setLicenseStatus(tenantId: "acme", productId: "app", id: first.id, status: .suspended, action: "license.suspend", now: Self.now, actor: .adminToken)?.status == .suspended)
+        #expect(try await db.licenses(tenantId: "acme", productId: "app", email: nil, status: .suspended, afterId: nil, limit: 10).map(\.id) == [first.id])
+        let newKey = try LicenseKey.generate(prefix: "ACME")
+        _ = try await db.remintLicense(tenantId: "acme", productId: "app", id: first.id, keyHash: newKey.keyHash, maskedKey: newKey.masked, now: Self.now, actor: .adminToken)
+        #expect(try await db.license(keyHash: key.keyHash) == nil)
+        #expect(try await db.license(keyHash: newKey.keyHash)?.id == first.id)
+        #expect(try await db.setLicenseExpiry(licenseId: first.id, expiresAt: Self.now + 5, action: "license.renew", now: Self.now, actor: .system)?.expiresAt == Self.now + 5)
+
+        let imported = (0..<1_200).map { _ in
+            let key = try! LicenseKey.generate(prefix: "ACME")
+            return License(id: UUID().uuidString.lowercased(), tenantId: "acme", productId: "app", keyTypeId: "pro", keyHash: key.keyHash, maskedKey: key.masked,
+                           status: .active, expiresAt: nil, customerEmail: nil, activeInstances: 0, createdAt: Self.now, updatedAt: Self.now)
+        }
+        try await db.importLicenses(imported, tidy: true)
+        #expect(try await db.sql.raw("SELECT COUNT(*) AS n FROM licenses").first(decodingColumn: "n", as: Int.self) == 1_205)
+        #expect(try await db.license(keyHash: imported[777].keyHash)?.id == imported[777].id)
+        await db.close()
+    }
+
+    @Test(arguments: StorageBackend.available)
+    func activationCapHoldsUnderConcurrency(backend: StorageBackend) async throws {
+        let db = try await backend.open(poolSize: 8)
+        try await Self.catalog(db, limit: 3)
+        let (license, key) = try await Self.license(db)
+        let outcomes = try await withThrowingTaskGroup(of: String.self) { group in
+            for index in 0..<60 {
+                group.addTask {
+                    switch try await Self.activate(db, key, machine: "m\(index)") {
+                    case .activated: "activated"
+                    case .limitReached: "limit"
+                    default: "other"
+                    }
+                }
+            }
+            return try await group.reduce(into: [String]()) { $0.append($1) }
+        }
+        #expect(outcomes.filter { $0 == "activated" }.count == 3)
+        #expect(outcomes.filter { $0 == "limit" }.count == 57)
+        #expect(try await db.instances(licenseId: license.id).filter(\.active).count == 3)
+        #expect(try await db.license(keyHash: key.keyHash)?.activeInstances == 3)
+
+        // Deactivation frees exactly one slot, once.
+        let instance = try #require(try await db.instances(licenseId: license.id).first)
+        #expect(try await db.deactivate(keyHash: key.keyHash, licenseId: nil, tenantId: "acme", productId: "app", instanceId: instance.id, now: Self.now, audit: nil) == .deactivated)
+        #expect(try await db.deactivate(keyHash: key.keyHash, licenseId: nil, tenantId: "acme", productId: "app", instanceId: instance.id, now: Self.now, audit: nil) == .alreadyInactive)
+        #expect(try await db.license(keyHash: key.keyHash)?.activeInstances == 2)
+        await db.close()
+    }
+
+    @Test(arguments: StorageBackend.available)
+    func sameMachineRacesShareOneInstance(backend: StorageBackend) async throws {
+        let db = try await backend.open(poolSize: 8)
+        try await Self.catalog(db, limit: 10)
+        let (_, key) = try await Self.license(db)
+        let ids = try await withThrowingTaskGroup(of: String?.self) { group in
+            for _ in 0..<30 {
+                group.addTask {
+                    do {
+                        switch try await Self.activate(db, key, machine: "same") {
+                        case .activated(let id, _), .existing(let id, _): return id
+                        default: return nil
+                        }
+                    } catch where StorageError.isUniqueViolation(error) {
+                        return "unique-violation"  // the service retries these; the database refused the duplicate
+                    }
+                }
+            }
+            return try await group.reduce(into: [String?]()) { $0.append($1) }
+        }
+        #expect(Set(ids.compactMap { $0 }.filter { $0 != "unique-violation" }).count == 1)
+        #expect(try await db.license(keyHash: key.keyHash)?.activeInstances == 1)
+        await db.close()
+    }
+
+    @Test(arguments: StorageBackend.available)
+    func grantKeylessTouchSettingsAndSecrets(backend: StorageBackend) async throws {
+        let db = try await backend.open()
+        try await Self.catalog(db)
+        let (_, key) = try await Self.license(db)
+        guard case .activated(let instance, _) = try await Self.activate(db, key, machine: "m") else { Issue.record("not activated"); return }
+        let grant = try #require(try await db.grant(keyHash: key.keyHash, tenantId: "acme", productId: "app", instanceId: instance))
+        #expect(grant.instanceActive == true && grant.entitlementCodes == ["pro", "sync"] && grant.activationLimit == 3 && grant.status == .active)
+        #expect(try await db.grant(keyHash: key.keyHash, tenantId: "acme", productId: "other", instanceId: instance) == nil)
+        try await db.touchInstances([instance: Self.now + 50])
+        try await db.touchInstances([instance: Self.now + 10])  // never moves backwards
+        #expect(try await db.instance(id: instance)?.lastValidatedAt == Self.now + 50)
+        try await db.recordKeyless(tenantId: "acme", productId: "app", instanceId: "k1", state: "trial", machineHash: "mh", now: Self.now)
+        try await db.recordKeyless(tenantId: "acme", productId: "app", instanceId: "k1", state: "free_tier", machineHash: nil, now: Self.now + 5)
+        let row = try #require(try await db.sql.raw("SELECT state, machine_hash, first_seen_at, last_seen_at FROM keyless_installs").first())
+        #expect(try row.decode(column: "state", as: String.self) == "free_tier")
+        #expect(try row.decode(column: "machine_hash", as: String?.self) == "mh")
+        #expect(try row.decode(column: "last_seen_at", as: Int64.self) == Self.now + 5)
+        #expect(try await db.settingCreatingIfAbsent("x", value: "1") == ("1", true))
+        #expect(try await db.settingCreatingIfAbsent("x", value: "2") == ("1", false))
+        try await db.setStripeSettings(tenantId: "acme", sealedWebhookSecret: "sealed-1", sealedSecretKey: nil, now: Self.now, actor: .adminToken)
+        try await db.setStripeSettings(tenantId: "acme", sealedWebhookSecret: "sealed-2", sealedSecretKey: "s", now: Self.now, actor: .adminToken)
+        #expect(try await db.stripeSettings(tenantId: "acme")?.sealedWebhookSecret == "sealed-2")
+        await db.close()
+    }
+
+    @Test(arguments: StorageBackend.available)
+    func signingKeysAndResponseKeys(backend: StorageBackend) async throws {
+        let db = try await backend.open()
+        func row(_ kid: String) -> SigningKeyRow {
+            SigningKeyRow(kid: kid, publicKey: "pk-\(kid)", sealedPrivateKey: "sealed", status: .active, createdAt: Self.now, statusChangedAt: Self.now)
+        }
+        #expect(try await db.installSigningKey(row("k1"), replaceActive: false, actor: .system))
+        #expect(try await !db.installSigningKey(row("k2"), replaceActive: false, actor: .system))  // one active key only
+        #expect(try await db.installSigningKey(row("k3"), replaceActive: true, actor: .adminToken))
+        #expect(try await db.signingKeyRows().map { "\($0.kid):\($0.status.rawValue)" } == ["k1:grace", "k3:active"])
+        #expect(try await db.retireSigningKey(kid: "k3", now: Self.now, actor: .adminToken) == .active)
+        #expect(try await db.retireSigningKey(kid: "k1", now: Self.now, actor: .adminToken) == .retired)
+        #expect(try await db.retireSigningKey(kid: "nope", now: Self.now, actor: .adminToken) == .notFound)
+
+        let key = ResponseSigningKeyRow(id: "r1", rootKid: "k3", createdDay: 100, expiryDay: 103, sealedPrivateKey: "s", certificate: "c1")
+        try await db.insertResponseSigningKey(key, now: Self.now)
+        var rival = key
+        rival.id = "r2"
+        rival.certificate = "c2"
+        try await db.insertResponseSigningKey(rival, now: Self.now)  // same root and day: the first stays
+        #expect(try await db.responseSigningKey(rootKid: "k3", createdDay: 100)?.certificate == "c1")
+        await db.close()
+    }
+
+    @Test(arguments: StorageBackend.available)
+    func failedTransactionsRollBackAndDuplicatesAreRecognised(backend: StorageBackend) async throws {
+        let db = try await backend.open()
+        struct Boom: Error {}
+        await #expect(throws: Boom.self) {
+            try await db.write { tx in
+                try await tx.raw("INSERT INTO tenants (id, name, created_at) VALUES ('t1', 'T', 0)").run()
+                throw Boom()
+            }
+        }
+        #expect(try await db.tenant(id: "t1") == nil)
+        try await db.sql.raw("INSERT INTO tenants (id, name, created_at) VALUES ('t2', 'T', 0)").run()
+        do {
+            try await db.sql.raw("INSERT INTO tenants (id, name, created_at) VALUES ('t2', 'T', 0)").run()
+            Issue.record("duplicate accepted")
+        } catch {
+            #expect(StorageError.isUniqueViolation(error))
+        }
+        await db.close()
+    }
+
+    @Test(arguments: StorageBackend.available)
+    func twoHundredConcurrentActivationsThroughTheServer(backend: StorageBackend) async throws {
+        try await Harness.on(backend).run { client in
+            let seed = try await client.seed(limit: 3)
+            let statuses = try await withThrowingTaskGroup(of: Int.self) { group in
+                for index in 0..<200 {
+                    group.addTask { try await client.activate(seed, machine: "machine-\(index)").status.code }
+                }
+                return try await group.reduce(into: [Int]()) { $0.append($1) }
+            }
+            #expect(statuses.filter { $0 == 200 }.count == 3)
+            #expect(statuses.filter { $0 == 409 }.count == 197)
+            #expect(try await client.count("SELECT COUNT(*) AS n FROM instances WHERE active") == 3)
+        }
+    }
+}
