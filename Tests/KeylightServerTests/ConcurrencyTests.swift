@@ -13,22 +13,6 @@ import Testing
         return directory.appendingPathComponent("test.sqlite").path
     }
 
-    @Test func twoHundredConcurrentActivationsTakeExactlyThreeSlots() async throws {
-        try await Harness(databasePath: try Self.databaseFile()).run { client in
-            let seed = try await client.seed(limit: 3)
-            let statuses = try await withThrowingTaskGroup(of: Int.self) { group in
-                for index in 0..<200 {
-                    group.addTask { try await client.activate(seed, machine: "machine-\(index)").status.code }
-                }
-                return try await group.reduce(into: [Int]()) { $0.append($1) }
-            }
-            #expect(statuses.filter { $0 == 200 }.count == 3)
-            #expect(statuses.filter { $0 == 409 }.count == 197)
-            #expect(try await client.count("SELECT COUNT(*) AS n FROM instances WHERE active") == 3)
-            #expect(try await client.count("SELECT active_instances AS n FROM licenses") == 3)
-        }
-    }
-
     @Test func twoHundredConcurrentActivationsOverHTTP() async throws {
         try await Harness(databasePath: try Self.databaseFile()).run(.live) { client in
             let seed = try await client.seed(limit: 3)

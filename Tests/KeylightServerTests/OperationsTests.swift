@@ -90,18 +90,4 @@ struct CapturingLogHandler: LogHandler {
         await database.close()
         #expect(SecretFile.permissions(of: path) == 0o600)
     }
-
-    @Test func failedTransactionsChangeNothing() async throws {
-        let database = try await Database.sqlite(path: nil, logger: Harness.logger)
-        try await database.migrate(logger: Harness.logger)
-        struct Boom: Error {}
-        await #expect(throws: Boom.self) {
-            try await database.write { db in
-                try await db.raw("INSERT INTO tenants (id, name, created_at) VALUES ('t1', 'T', 0)").run()
-                throw Boom()
-            }
-        }
-        #expect(try await database.tenant(id: "t1") == nil)
-        await database.close()
-    }
 }

@@ -1,0 +1,52 @@
+import Foundation
+import HTTPTypes
+import KeylightCore
+@testable import KeylightServer
+import SQLKit
+import Testing
+
+/// The database going away while the server runs: 503 with Retry-After, no crash, recovery.
+@Suite struct DatabaseOutageTests {
+    @Test func closedDatabaseAnswers503AndTheServerStaysUp() async throws {
+        try await Harness().run { client in
+            let seed = try await client.seed()
+            await client.database.close()
+            let reply = try await client.activate(seed)
+            #expect(reply.status == .serviceUnavailable)
+            #expect(reply.code == "UNAVAILABLE")
+            #expect(reply["activated"] as? Bool == false)
+            #expect(reply.headers[.retryAfter] != nil)
+            #expect(try await client.request(.get, "/healthz").status == .ok)
+        }
+    }
+
+    @Test(.enabled(if: StorageBackend.postgresURL != nil, "KEYLIGHT_TEST_POSTGRES_URL is not set"))
+    func postgresConnectionsKilledMidRunRecover() async throws {
+        let base = try #require(StorageBackend.postgresURL)
+        let name = "kl_" + UUID().uuidString.lowercased().replacingOccurrences(of: "-", with: "")
+        let admin = try await Database.postgres(url: base, poolSize: 1, logger: Harness.logger)
+        try await admin.sql.raw("CREATE DATABASE \(ident: name)").run()
+        var components = try #require(URLComponents(string: base))
+        components.path = "/" + name
+        var harness = Harness()
+        harness.configuration.databaseURL = components.string
+        harness.configuration.masterKey = Base64.encode([UInt8](repeating: 9, count: 32))
+        try await harness.run { client in
+            let seed = try await client.seed()
+            let instance = try #require(try await client.activate(seed)["instance_id"] as? String)
+            // What a database restart does to the server's connections.
+            try await admin.sql.raw("SELECT pg_terminate_backend(pid) FROM pg_stat_activity WHERE datname = \(bind: name) AND pid <> pg_backend_pid()").run()
+            var statuses: [Int] = []
+            for _ in 0..<20 {
+                let reply = try await client.validate(seed, instance: instance)
+                statuses.append(reply.status.code)
+                if reply.status == .serviceUnavailable { #expect(reply.headers[.retryAfter] != nil) }
+                if reply.status == .ok { break }
+                try await Task.sleep(for: .milliseconds(100))
+            }
+            #expect(statuses.allSatisfy { $0 == 200 || $0 == 503 }, "\(statuses)")
+            #expect(statuses.last == 200, "\(statuses)")
+        }
+        await admin.close()
+    }
+}
