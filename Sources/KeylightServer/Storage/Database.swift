@@ -26,6 +26,11 @@ public struct Database: Sendable {
         try await PostgresStorage.open(url: url, poolSize: poolSize, logger: logger)
     }
 
+    /// Creates an empty database on the same server (PostgreSQL; for tests and benchmarks).
+    public func createDatabase(named name: String) async throws {
+        try await sql.raw("CREATE DATABASE \(ident: name)").run()
+    }
+
     /// A database URL with its password hidden, for logs and messages.
     public static func redacted(url: String) -> String {
         PostgresStorage.redacting(url)

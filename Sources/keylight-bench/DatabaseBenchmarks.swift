@@ -1,0 +1,221 @@
+import ArgumentParser
+import AsyncHTTPClient
+import Foundation
+import KeylightCore
+import KeylightServer
+import Logging
+import NIOCore
+
+/// Validate and activate throughput on SQLite vs PostgreSQL, and on PostgreSQL with one vs two
+/// server processes, in one run. Server processes are this executable re-launched as
+/// `keylight-bench serve-child`; with two, wrk splits the connections between them.
+struct DatabaseBenchmarks: AsyncParsableCommand {
+    static let configuration = CommandConfiguration(commandName: "databases", abstract: "SQLite vs PostgreSQL, 1 vs 2 processes (needs wrk and PostgreSQL).")
+
+    @Option(help: "Seconds per wrk run.")
+    var seconds = 8
+
+    @Option(help: "Concurrent connections in all.")
+    var connections = 64
+
+    @Option(help: "Licenses (one active instance each) that validate cycles through.")
+    var licenses = 1_000
+
+    @Option(help: "PostgreSQL server URL (default: KEYLIGHT_DATABASE_URL or KEYLIGHT_TEST_POSTGRES_URL); a fresh database is created on it per run.")
+    var postgresURL: String?
+
+    func run() async throws {
+        let environment = ProcessInfo.processInfo.environment
+        guard let base = postgresURL ?? environment["KEYLIGHT_DATABASE_URL"] ?? environment["KEYLIGHT_TEST_POSTGRES_URL"] else {
+            throw BenchError("no PostgreSQL URL: pass --postgres-url or set KEYLIGHT_TEST_POSTGRES_URL")
+        }
+        let directory = FileManager.default.temporaryDirectory.appendingPathComponent("keylight-bench-db-\(UUID().uuidString)")
+        try FileManager.default.createDirectory(at: directory, withIntermediateDirectories: true)
+        defer { try? FileManager.default.removeItem(at: directory) }
+        var logger = Logger(label: "keylight-bench")
+        logger.logLevel = .critical
+
+        for (name, processes) in [("sqlite", 1), ("postgres", 1), ("postgres", 2)] {
+            let target: [String]
+            let database: Database
+            if name == "sqlite" {
+                let path = directory.appendingPathComponent("bench.sqlite").path
+                target = ["--db", path]
+                database = try await Database.sqlite(path: path, poolSize: 1, logger: logger)
+                try await database.migrate(logger: logger)
+            } else {
+                let url = try await Self.freshDatabase(base: base, logger: logger)
+                target = ["--database-url", url]
+                database = try await Database.postgres(url: url, poolSize: 2, logger: logger)
+                try await database.migrate(logger: logger)
+            }
+            var children: [ChildServer] = []
+            for _ in 0..<processes { children.append(try await ChildServer.start(target + ["--key", Base64.encode([UInt8](repeating: 5, count: 32))])) }
+            defer { children.forEach { $0.stop() } }
+            let seeded = try await Seeder.seed(base: "http://127.0.0.1:\(children[0].port)", licenses: licenses, database: database, directory: directory, name: "\(name)-\(processes)")
+            let share = max(1, connections / processes)
+            let validate = try Self.parallel(children.map { child in
+                { try Wrk(connections: share, seconds: seconds, directory: directory)
+                    .run(url: "http://127.0.0.1:\(child.port)/bench/app/validate", script: WrkScripts.validate, name: "validate-\(child.port)", arguments: [seeded.pairs.path, seeded.sdkKey]) }
+            })
+            let activate = try Self.parallel(children.map { child in
+                { try Wrk(connections: share, seconds: seconds, directory: directory)
+                    .run(url: "http://127.0.0.1:\(child.port)/bench/app/activate", script: WrkScripts.activate, name: "activate-\(child.port)", arguments: [seeded.pairs.path, seeded.sdkKey]) }
+            })
+            for (action, results) in [("validate", validate), ("activate", activate)] {
+                let rate = results.map(\.requestsPerSecond).reduce(0, +)
+                let p50 = results.map(\.p50ms).max() ?? 0
+                let p99 = results.map(\.p99ms).max() ?? 0
+                let errors = results.map { $0.errors + $0.non2xx }.reduce(0, +)
+                print(#"{"benchmark":"databases.\#(action)","database":"\#(name)","processes":\#(processes),"ops_per_sec":\#(String(format: "%.1f", rate)),"p50_ms":\#(String(format: "%.3f", p50)),"p99_ms":\#(String(format: "%.3f", p99)),"errors":\#(errors)}"#)
+            }
+            await database.close()
+        }
+    }
+
+    /// Runs the wrk invocations at the same time.
+    static func parallel(_ runs: [@Sendable () throws -> Wrk.Result]) throws -> [Wrk.Result] {
+        let results = Locked<[Result<Wrk.Result, any Error>]>([])
+        let group = DispatchGroup()
+        for run in runs {
+            group.enter()
+            DispatchQueue.global().async {
+                let result = Result { try run() }
+                results.withLock { $0.append(result) }
+                group.leave()
+            }
+        }
+        group.wait()
+        return try results.withLock { $0 }.map { try $0.get() }
+    }
+
+    static func freshDatabase(base: String, logger: Logger) async throws -> String {
+        let name = "klbench_" + UUID().uuidString.lowercased().replacingOccurrences(of: "-", with: "")
+        let admin = try await Database.postgres(url: base, poolSize: 1, logger: logger)
+        try await admin.createDatabase(named: name)
+        await admin.close()
+        guard var components = URLComponents(string: base) else { throw BenchError("bad URL") }
+        components.path = "/" + name
+        return components.string ?? base
+    }
+}
+
+/// `keylight-bench serve-child`: a server process for the databases benchmark.
+struct ServeChild: AsyncParsableCommand {
+    static let configuration = CommandConfiguration(commandName: "serve-child", abstract: "A server process for `databases` (internal).", shouldDisplay: false)
+
+    @Option var db: String?
+    @Option var databaseURL: String?
+    @Option var key: String
+
+    func run() async throws {
+        var logger = Logger(label: "keylight-bench-child")
+        logger.logLevel = .critical
+        var configuration = ServerConfiguration()
+        configuration.port = 0
+        configuration.databasePath = db
+        configuration.databaseURL = databaseURL
+        configuration.masterKey = key
+        configuration.adminToken = "bench-token"
+        configuration.limits = .unlimited
+        configuration.poolSize = 8
+        let server = try await buildApplication(configuration: configuration, logger: logger) { channel in
+            // Unbuffered: the parent reads this line from a pipe while the server runs.
+            FileHandle.standardOutput.write(Data("listening on \(channel.localAddress?.port ?? 0)\n".utf8))
+        }
+        try await server.application.runService()
+    }
+}
+
+/// A child server process and its port.
+final class ChildServer: @unchecked Sendable {
+    // @unchecked: `process` is only signalled, and `port` set once before sharing.
+    let process: Process
+    let port: Int
+
+    private init(process: Process, port: Int) {
+        self.process = process
+        self.port = port
+    }
+
+    static func start(_ arguments: [String]) async throws -> ChildServer {
+        let process = Process()
+        process.executableURL = URL(fileURLWithPath: CommandLine.arguments[0]).standardizedFileURL
+        if !FileManager.default.isExecutableFile(atPath: process.executableURL!.path) {
+            process.executableURL = Bundle.main.executableURL
+        }
+        process.arguments = ["serve-child"] + arguments
+        let pipe = Pipe()
+        process.standardOutput = pipe
+        try process.run()
+        let output = Locked("")
+        pipe.fileHandleForReading.readabilityHandler = { handle in
+            let data = handle.availableData
+            if !data.isEmpty { output.withLock { $0 += String(decoding: data, as: UTF8.self) } }
+        }
+        for _ in 0..<400 {
+            try await Task.sleep(for: .milliseconds(50))
+            let text = output.withLock { $0 }
+            if let range = text.range(of: "listening on "), let port = Int(text[range.upperBound...].prefix { $0.isNumber }) {
+                return ChildServer(process: process, port: port)
+            }
+        }
+        process.terminate()
+        throw BenchError("child server did not start: \(output.withLock { $0 })")
+    }
+
+    func stop() {
+        kill(process.processIdentifier, SIGTERM)
+        process.waitUntilExit()
+    }
+}
+
+/// A value behind a lock, for the few places the benchmark shares state across threads.
+final class Locked<Value>: @unchecked Sendable {
+    // @unchecked: `value` is only touched under `lock`.
+    private var value: Value
+    private let lock = NSLock()
+    init(_ value: Value) { self.value = value }
+    func withLock<T>(_ body: (inout Value) throws -> T) rethrows -> T {
+        lock.lock()
+        defer { lock.unlock() }
+        return try body(&value)
+    }
+}
+
+/// Catalogue and licenses for a benchmark server.
+enum Seeder {
+    struct Seeded {
+        var sdkKey: String
+        var pairs: URL
+    }
+
+    static func seed(base: String, licenses: Int, database: Database, directory: URL, name: String) async throws -> Seeded {
+        let admin = AdminClient(base: base, token: "bench-token", http: HTTPClient.shared)
+        _ = try await admin.post("/admin/v1/tenants", #"{"id":"bench","name":"Bench"}"#)
+        let product = try await admin.post("/admin/v1/tenants/bench/products", #"{"id":"app","name":"App","key_prefix":"BNCH","trial_duration_days":14,"free_tier_enabled":true}"#)
+        guard let sdkKey = product["sdk_key"] as? String else { throw BenchError("no sdk key: \(product)") }
+        _ = try await admin.post("/admin/v1/tenants/bench/products/app/key-types", #"{"id":"pro","display_name":"Pro","activation_limit":100000,"duration_days":null,"fallback_access":true,"entitlements":["pro"]}"#)
+        let now = Int64(Date().timeIntervalSince1970)
+        let keys = try (0..<licenses).map { _ in try LicenseKey.generate(prefix: "BNCH") }
+        try await database.importLicenses(keys.map { key in
+            License(id: UUID().uuidString.lowercased(), tenantId: "bench", productId: "app", keyTypeId: "pro", keyHash: key.keyHash, maskedKey: key.masked,
+                    status: .active, expiresAt: nil, customerEmail: nil, activeInstances: 0, createdAt: now, updatedAt: now)
+        }, tidy: true)
+        var pairs: [String] = []
+        try await withThrowingTaskGroup(of: String.self) { group in
+            for (index, key) in keys.enumerated() {
+                if index >= 32 { pairs.append(try await group.next()!) }
+                group.addTask {
+                    let reply = try await admin.post("/bench/app/activate", #"{"license_key":"\#(key.text)","instance_name":"seed","machine_hash":"seed-\#(index)"}"#, sdkKey: sdkKey)
+                    guard let instance = reply["instance_id"] as? String else { throw BenchError("activation failed: \(reply)") }
+                    return "\(key.text) \(instance)"
+                }
+            }
+            for try await pair in group { pairs.append(pair) }
+        }
+        let file = directory.appendingPathComponent("\(name)-pairs.txt")
+        try Data((pairs.joined(separator: "\n") + "\n").utf8).write(to: file)
+        return Seeded(sdkKey: sdkKey, pairs: file)
+    }
+}
