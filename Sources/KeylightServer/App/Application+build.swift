@@ -119,6 +119,7 @@ func buildRouter(
     OpsRoutes(keyRing: keyRing, metrics: metrics).register(on: router)
     router.add(middleware: AddressRateLimitMiddleware(limiter: RateLimiter(limit: limits.perAddress)))
     AdminRoutes(service: admin, limits: limits).register(on: router, tokenHash: adminTokenHash)
+    StripeWebhookRoutes(admin: admin).register(on: router)
     SDKRoutes(service: licensing, limits: limits).register(on: router)
     return router
 }

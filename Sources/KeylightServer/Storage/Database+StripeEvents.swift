@@ -1,0 +1,87 @@
+import Foundation
+import KeylightCore
+import SQLKit
+
+/// What applying a Stripe event did.
+enum StripeOutcome: String, Sendable {
+    case duplicate, minted, revoked, expired, renewed, unknownProduct = "unknown_product", noLicense = "no_license", ignored
+}
+
+extension Database {
+    /// Records `event` and applies it in one transaction, so a repeated delivery (even a
+    /// concurrent one) changes nothing. `newKey` is used only if the event mints a license.
+    func applyStripeEvent(_ event: StripeEvent, tenantId: String, newKey: LicenseKey, now: Int64) async throws -> StripeOutcome {
+        try await write { db in
+            let fresh = try await db.raw("""
+                INSERT INTO stripe_events (id, tenant_id, type, outcome, received_at)
+                VALUES (\(bind: event.id), \(bind: tenantId), \(bind: event.type), 'pending', \(bind: now))
+                ON CONFLICT DO NOTHING RETURNING id
+                """).first()
+            guard fresh != nil else { return .duplicate }
+            let outcome = try await Self.apply(event, tenantId: tenantId, newKey: newKey, now: now, on: db)
+            try await db.raw("UPDATE stripe_events SET outcome = \(bind: outcome.rawValue) WHERE id = \(bind: event.id)").run()
+            return outcome
+        }
+    }
+
+    private static func apply(_ event: StripeEvent, tenantId: String, newKey: LicenseKey, now: Int64, on db: any SQLDatabase) async throws -> StripeOutcome {
+        let object = event.data.object
+        let stripe = Actor("stripe")
+        switch event.type {
+        case "checkout.session.completed":
+            guard let productId = object.metadata?["product_id"], let keyTypeId = object.metadata?["key_type_id"],
+                  let keyType = try await db.raw("""
+                      SELECT \(keyTypeColumns) FROM key_types
+                      WHERE tenant_id = \(bind: tenantId) AND product_id = \(bind: productId) AND id = \(bind: keyTypeId)
+                      """).first(decoding: KeyType.self),
+                  let product = try await db.raw("SELECT key_prefix FROM products WHERE tenant_id = \(bind: tenantId) AND id = \(bind: productId)")
+                      .first(decodingColumn: "key_prefix", as: String.self),
+                  product == newKey.prefix else {
+                return .unknownProduct
+            }
+            let email = (object.customerDetails?.email ?? object.customerEmail)?.lowercased()
+            let licenseId = UUIDString.make()
+            try await db.raw("""
+                INSERT INTO licenses (\(licenseColumns), stripe_customer_id, stripe_payment_intent_id, stripe_subscription_id) VALUES (
+                    \(bind: licenseId), \(bind: tenantId), \(bind: productId), \(bind: keyTypeId), \(bind: newKey.keyHash), \(bind: newKey.masked),
+                    'active', \(bind: keyType.durationDays.map { now + Int64($0) * 86_400 }), \(bind: email), 0, \(bind: now), \(bind: now),
+                    \(bind: object.customer), \(bind: object.paymentIntent), \(bind: object.subscription))
+                """).run()
+            try await audit(db, at: now, actor: stripe, action: "license.create", tenantId: tenantId, target: licenseId, details: [
+                "source": "stripe", "event": event.id, "product_id": productId, "key_type_id": keyTypeId, "masked_key": newKey.masked,
+            ])
+            return .minted
+        case "charge.refunded", "charge.dispute.created":
+            guard let paymentIntent = object.paymentIntent else { return .noLicense }
+            let ids = try await db.raw("""
+                UPDATE licenses SET status = 'revoked', updated_at = \(bind: now)
+                WHERE tenant_id = \(bind: tenantId) AND stripe_payment_intent_id = \(bind: paymentIntent) RETURNING id
+                """).all(decodingColumn: "id", as: String.self)
+            for id in ids { try await audit(db, at: now, actor: stripe, action: "license.revoke", tenantId: tenantId, target: id, details: ["event": event.id, "reason": event.type]) }
+            return ids.isEmpty ? .noLicense : .revoked
+        case "customer.subscription.deleted":
+            guard let subscription = object.id else { return .noLicense }
+            let ids = try await db.raw("""
+                UPDATE licenses SET expires_at = \(bind: now), updated_at = \(bind: now)
+                WHERE tenant_id = \(bind: tenantId) AND stripe_subscription_id = \(bind: subscription) RETURNING id
+                """).all(decodingColumn: "id", as: String.self)
+            for id in ids { try await audit(db, at: now, actor: stripe, action: "license.expire", tenantId: tenantId, target: id, details: ["event": event.id]) }
+            return ids.isEmpty ? .noLicense : .expired
+        case "invoice.paid":
+            guard let subscription = object.subscription, let paidThrough = object.paidThrough else { return .ignored }
+            let ids = try await db.raw("""
+                UPDATE licenses SET expires_at = \(bind: paidThrough), updated_at = \(bind: now)
+                WHERE tenant_id = \(bind: tenantId) AND stripe_subscription_id = \(bind: subscription) RETURNING id
+                """).all(decodingColumn: "id", as: String.self)
+            for id in ids { try await audit(db, at: now, actor: stripe, action: "license.renew", tenantId: tenantId, target: id, details: ["event": event.id, "expires_at": String(paidThrough)]) }
+            return ids.isEmpty ? .noLicense : .renewed
+        default:
+            return .ignored
+        }
+    }
+}
+
+enum UUIDString {
+    static func make() -> String { UUID().uuidString.lowercased() }
+}
+

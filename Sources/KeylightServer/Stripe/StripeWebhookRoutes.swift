@@ -1,0 +1,46 @@
+import Foundation
+import Hummingbird
+import KeylightCore
+import Logging
+import NIOCore
+
+/// `{"received":true,"outcome":…}`: any 2xx tells Stripe to stop retrying.
+struct Received: Encodable {
+    let received = true
+    var outcome: String
+}
+
+/// `POST /stripe/webhook/{tenantId}` (protocol section 5).
+struct StripeWebhookRoutes {
+    let admin: AdminService
+
+    /// Stripe events can be larger than SDK bodies.
+    static let maxBody = 512 * 1024
+
+    func register(on router: Router<KeylightRequestContext>) {
+        router.post("/stripe/webhook/:tenant") { request, context in
+            let tenantId = context.parameters.get("tenant") ?? ""
+            guard TenantPath.isValidId(tenantId), let settings = try await admin.database.stripeSettings(tenantId: tenantId) else {
+                throw APIError.notFound("Stripe endpoint")
+            }
+            var request = request
+            let body = try await request.collectJSONBody(limit: Self.maxBody)
+            let bytes = Array(body.readableBytesView)
+            let secret = String(decoding: try admin.sealer.open(settings.sealedWebhookSecret, context: "keylight.stripe.webhook.\(tenantId)"), as: UTF8.self)
+            let now = admin.clock.unixSeconds
+            guard StripeSignature.isValid(header: request.headers[.init("Stripe-Signature")!], body: bytes, secret: secret, now: now) else {
+                throw APIError.invalidRequest("Stripe-Signature is missing, does not match, or is older than 300 seconds.")
+            }
+            guard let event = try? JSONDecoder().decode(StripeEvent.self, from: Data(bytes)), !event.id.isEmpty, event.id.utf8.count <= 255 else {
+                throw APIError.invalidRequest("Not a Stripe event.")
+            }
+            let prefix = try await admin.database.product(tenantId: tenantId, id: event.data.object.metadata?["product_id"] ?? "")?.keyPrefix
+            let key = try LicenseKey.generate(prefix: prefix ?? "XXXX")
+            let outcome = try await admin.database.applyStripeEvent(event, tenantId: tenantId, newKey: key, now: now)
+            if outcome == .unknownProduct {
+                context.logger.notice("Stripe event for an unknown product or key type", metadata: ["event": .string(event.id), "tenant": .string(tenantId)])
+            }
+            return try JSONBody.response(Received(outcome: outcome.rawValue))
+        }
+    }
+}
