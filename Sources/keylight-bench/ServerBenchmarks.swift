@@ -117,8 +117,8 @@ struct ServerBenchmarks: AsyncParsableCommand {
     }
 }
 
-/// One in-process server on its own SQLite file, seeded with `totalLicenses` licenses of which
-/// the first `activeLicenses` each have one active instance (the validate workload).
+/// One in-process server on its own SQLite file with `activeLicenses` licenses that each have one
+/// active instance (the validate workload) and filler licenses up to `totalLicenses`.
 struct BenchServer: Sendable {
     let base: String
     let sdkKey: String
@@ -143,29 +143,11 @@ struct BenchServer: Sendable {
         var iterator = ports.makeAsyncIterator()
         guard let port = await iterator.next() else { throw BenchError("server did not start") }
         let base = "http://127.0.0.1:\(port)"
-        let admin = AdminClient(base: base, token: "bench-token", http: HTTPClient.shared)
-
-        // Catalogue through the admin API; licenses by bulk import, the active ones activated over HTTP.
-        _ = try await admin.post("/admin/v1/tenants", #"{"id":"bench","name":"Bench"}"#)
-        let product = try await admin.post("/admin/v1/tenants/bench/products", #"{"id":"app","name":"App","key_prefix":"BNCH","trial_duration_days":14,"free_tier_enabled":true}"#)
-        guard let sdkKey = product["sdk_key"] as? String else { throw BenchError("no sdk key: \(product)") }
-        _ = try await admin.post("/admin/v1/tenants/bench/products/app/key-types", #"{"id":"pro","display_name":"Pro","activation_limit":100000,"duration_days":null,"fallback_access":true,"entitlements":["pro"]}"#)
-        let keys = try await importLicenses(count: totalLicenses, keep: activeLicenses, into: server.database)
-        var pairs: [String] = []
-        try await withThrowingTaskGroup(of: String.self) { group in
-            for (index, key) in keys.enumerated() {
-                if index >= 32 { pairs.append(try await group.next()!) }
-                group.addTask {
-                    let reply = try await admin.post("/bench/app/activate", #"{"license_key":"\#(key.text)","instance_name":"seed","machine_hash":"seed-\#(index)"}"#, sdkKey: sdkKey)
-                    guard let instance = reply["instance_id"] as? String else { throw BenchError("activation failed: \(reply)") }
-                    return "\(key.text) \(instance)"
-                }
-            }
-            for try await pair in group { pairs.append(pair) }
+        let seeded = try await Seeder.seed(base: base, licenses: activeLicenses, database: server.database, directory: directory, name: name)
+        if totalLicenses > activeLicenses {
+            try await importFiller(count: totalLicenses - activeLicenses, into: server.database)
         }
-        let pairsFile = directory.appendingPathComponent("\(name)-pairs.txt")
-        try Data((pairs.joined(separator: "\n") + "\n").utf8).write(to: pairsFile)
-        return BenchServer(base: base, sdkKey: sdkKey, pairsFile: pairsFile, task: task)
+        return BenchServer(base: base, sdkKey: seeded.sdkKey, pairsFile: seeded.pairs, task: task)
     }
 
     func validate(with wrk: Wrk) throws -> Wrk.Result {
@@ -176,27 +158,22 @@ struct BenchServer: Sendable {
         task.cancel()
     }
 
-    /// `count` random keys imported straight into the database in batches; returns the first `keep`.
-    private static func importLicenses(count: Int, keep: Int, into database: Database) async throws -> [LicenseKey] {
-        var keys: [LicenseKey] = []
+    /// `count` more licenses (never activated), imported in batches, then the database tidied.
+    private static func importFiller(count: Int, into database: Database) async throws {
         let now = Int64(Date().timeIntervalSince1970)
         var remaining = count
         while remaining > 0 {
             let size = min(remaining, 20_000)
-            var batch: [License] = []
-            batch.reserveCapacity(size)
-            for _ in 0..<size {
+            let batch = try (0..<size).map { _ in
                 let key = try LicenseKey.generate(prefix: "BNCH")
-                if keys.count < keep { keys.append(key) }
-                batch.append(License(
+                return License(
                     id: UUID().uuidString.lowercased(), tenantId: "bench", productId: "app", keyTypeId: "pro", keyHash: key.keyHash,
                     maskedKey: key.masked, status: .active, expiresAt: nil, customerEmail: nil, activeInstances: 0, createdAt: now, updatedAt: now
-                ))
+                )
             }
             remaining -= size
             try await database.importLicenses(batch, tidy: remaining == 0)
         }
-        return keys
     }
 }
 
