@@ -53,6 +53,7 @@ import Testing
             let minted = try await Self.stripeLicenses(client)
             #expect(minted.count == 1)
             #expect(minted[0].customerEmail == "buyer@shop.example" && minted[0].keyTypeId == seed.keyType && minted[0].status == .active)
+            #expect(minted[0].maskedKey.hasPrefix("ACME-"))  // the product's key prefix
             let ids = try #require(try await client.database.sql.raw("SELECT stripe_payment_intent_id AS p, stripe_subscription_id AS s FROM licenses WHERE id = \(bind: minted[0].id)").first())
             #expect(try ids.decode(column: "p", as: String.self) == "pi_1")
             #expect(try ids.decode(column: "s", as: String.self) == "sub_1")

@@ -9,8 +9,8 @@ enum StripeOutcome: String, Sendable {
 
 extension Database {
     /// Records `event` and applies it in one transaction, so a repeated delivery (even a
-    /// concurrent one) changes nothing. `newKey` is used only if the event mints a license.
-    func applyStripeEvent(_ event: StripeEvent, tenantId: String, newKey: LicenseKey, now: Int64) async throws -> StripeOutcome {
+    /// concurrent one) changes nothing.
+    func applyStripeEvent(_ event: StripeEvent, tenantId: String, now: Int64) async throws -> StripeOutcome {
         try await write { db in
             let fresh = try await db.raw("""
                 INSERT INTO stripe_events (id, tenant_id, type, outcome, received_at)
@@ -18,13 +18,13 @@ extension Database {
                 ON CONFLICT DO NOTHING RETURNING id
                 """).first()
             guard fresh != nil else { return .duplicate }
-            let outcome = try await Self.apply(event, tenantId: tenantId, newKey: newKey, now: now, on: db)
+            let outcome = try await Self.apply(event, tenantId: tenantId, now: now, on: db)
             try await db.raw("UPDATE stripe_events SET outcome = \(bind: outcome.rawValue) WHERE id = \(bind: event.id)").run()
             return outcome
         }
     }
 
-    private static func apply(_ event: StripeEvent, tenantId: String, newKey: LicenseKey, now: Int64, on db: any SQLDatabase) async throws -> StripeOutcome {
+    private static func apply(_ event: StripeEvent, tenantId: String, now: Int64, on db: any SQLDatabase) async throws -> StripeOutcome {
         let object = event.data.object
         let stripe = Actor("stripe")
         switch event.type {
@@ -34,13 +34,13 @@ extension Database {
                       SELECT \(keyTypeColumns) FROM key_types
                       WHERE tenant_id = \(bind: tenantId) AND product_id = \(bind: productId) AND id = \(bind: keyTypeId)
                       """).first(decoding: KeyType.self),
-                  let product = try await db.raw("SELECT key_prefix FROM products WHERE tenant_id = \(bind: tenantId) AND id = \(bind: productId)")
-                      .first(decodingColumn: "key_prefix", as: String.self),
-                  product == newKey.prefix else {
+                  let prefix = try await db.raw("SELECT key_prefix FROM products WHERE tenant_id = \(bind: tenantId) AND id = \(bind: productId)")
+                      .first(decodingColumn: "key_prefix", as: String.self) else {
                 return .unknownProduct
             }
+            let newKey = try LicenseKey.generate(prefix: prefix)
             let email = (object.customerDetails?.email ?? object.customerEmail)?.lowercased()
-            let licenseId = UUIDString.make()
+            let licenseId = UUID().uuidString.lowercased()
             try await db.raw("""
                 INSERT INTO licenses (\(licenseColumns), stripe_customer_id, stripe_payment_intent_id, stripe_subscription_id) VALUES (
                     \(bind: licenseId), \(bind: tenantId), \(bind: productId), \(bind: keyTypeId), \(bind: newKey.keyHash), \(bind: newKey.masked),
@@ -79,9 +79,5 @@ extension Database {
             return .ignored
         }
     }
-}
-
-enum UUIDString {
-    static func make() -> String { UUID().uuidString.lowercased() }
 }
 

@@ -34,9 +34,7 @@ struct StripeWebhookRoutes {
             guard let event = try? JSONDecoder().decode(StripeEvent.self, from: Data(bytes)), !event.id.isEmpty, event.id.utf8.count <= 255 else {
                 throw APIError.invalidRequest("Not a Stripe event.")
             }
-            let prefix = try await admin.database.product(tenantId: tenantId, id: event.data.object.metadata?["product_id"] ?? "")?.keyPrefix
-            let key = try LicenseKey.generate(prefix: prefix ?? "XXXX")
-            let outcome = try await admin.database.applyStripeEvent(event, tenantId: tenantId, newKey: key, now: now)
+            let outcome = try await admin.database.applyStripeEvent(event, tenantId: tenantId, now: now)
             if outcome == .unknownProduct {
                 context.logger.notice("Stripe event for an unknown product or key type", metadata: ["event": .string(event.id), "tenant": .string(tenantId)])
             }
