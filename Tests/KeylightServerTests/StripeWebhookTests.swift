@@ -14,7 +14,7 @@ import Testing
     }
 
     static func signature(_ body: String, at time: Int64, secret: String = secret) -> String {
-        "t=\(time),v1=\(Hex.encode(StripeSignature.sign(timestamp: time, body: Array(body.utf8), secret: secret)))"
+        "t=\(time),v1=\(Hex.encode(WebhookSignature.sign(timestamp: time, body: Array(body.utf8), secret: secret)))"
     }
 
     static func deliver(_ client: Client, _ body: String, signature: String?) async throws -> Reply {
@@ -88,7 +88,7 @@ import Testing
             #expect(try await Self.stripeLicenses(client).isEmpty)
             #expect(try await client.count("SELECT COUNT(*) AS n FROM stripe_events") == 0)
             // Within tolerance, and any one of several v1 values may match (secret rotation).
-            let several = "t=\(now - 299),v1=\(String(repeating: "ab", count: 32)),v1=\(Hex.encode(StripeSignature.sign(timestamp: now - 299, body: Array(body.utf8), secret: Self.secret)))"
+            let several = "t=\(now - 299),v1=\(String(repeating: "ab", count: 32)),v1=\(Hex.encode(WebhookSignature.sign(timestamp: now - 299, body: Array(body.utf8), secret: Self.secret)))"
             #expect(try await Self.deliver(client, body, signature: several).status == .ok)
             // A correctly signed body that is not an event is malformed.
             let junk = #"{"hello":"world"}"#

@@ -27,6 +27,8 @@ struct CreateKeyTypeRequest: Decodable {
     var fallback_access: Bool?
     var lease_ttl_seconds: Int64?
     var entitlements: [String]?
+    var stripe_price_id: String?
+    var stripe_mode: String?
 }
 
 struct CreateLicenseRequest: Decodable {

@@ -3,7 +3,7 @@ import KeylightCore
 /// Encodes `nil` as `null` instead of leaving the key out, for fields whose absence and
 /// nullness mean different things to clients (`expires_at: null` is a lifetime license).
 @propertyWrapper
-struct ExplicitNull<Value: Encodable>: Encodable {
+struct ExplicitNull<Value: Encodable & Sendable>: Encodable, Sendable {
     var wrappedValue: Value?
 
     init(wrappedValue: Value?) {
@@ -51,6 +51,8 @@ struct KeyTypeBody: Encodable {
     var fallback_access: Bool
     var lease_ttl_seconds: Int64
     var entitlements: [String]
+    @ExplicitNull var stripe_price_id: String?
+    @ExplicitNull var stripe_mode: String?
 
     init(_ keyType: KeyType) {
         id = keyType.id
@@ -61,6 +63,8 @@ struct KeyTypeBody: Encodable {
         fallback_access = keyType.fallbackAccess
         lease_ttl_seconds = keyType.leaseTtlSeconds
         entitlements = keyType.entitlementCodes
+        stripe_price_id = keyType.stripePriceId
+        stripe_mode = keyType.stripeMode
     }
 }
 
@@ -150,4 +154,55 @@ struct AuditEntryBody: Encodable {
 
 struct OKBody: Encodable {
     let ok = true
+}
+
+struct WebhookEndpointBody: Encodable {
+    var id: String
+    var url: String
+    var events: [String]
+    var enabled: Bool
+    @ExplicitNull var disabled_reason: String?
+    var created_at: Int64
+    /// Only when the endpoint is created.
+    var secret: String?
+
+    init(_ endpoint: WebhookEndpoint, secret: String? = nil) {
+        id = endpoint.id
+        url = endpoint.url
+        events = endpoint.eventTypes.map(\.rawValue)
+        enabled = endpoint.enabled
+        disabled_reason = endpoint.disabledReason
+        created_at = endpoint.createdAt
+        self.secret = secret
+    }
+}
+
+struct WebhookDeliveryBody: Encodable {
+    var id: String
+    var endpoint_id: String
+    var event_id: String
+    var event_type: String
+    var status: String
+    var attempts: Int
+    @ExplicitNull var next_attempt_at: Int64?
+    @ExplicitNull var last_attempt_at: Int64?
+    @ExplicitNull var last_status_code: Int?
+    @ExplicitNull var last_error: String?
+    var created_at: Int64
+    @ExplicitNull var finished_at: Int64?
+
+    init(_ delivery: WebhookDelivery) {
+        id = delivery.id
+        endpoint_id = delivery.endpointId
+        event_id = delivery.eventId
+        event_type = delivery.eventType
+        status = delivery.status.rawValue
+        attempts = delivery.attempts
+        next_attempt_at = delivery.status == .pending ? delivery.nextAttemptAt : nil
+        last_attempt_at = delivery.lastAttemptAt
+        last_status_code = delivery.lastStatusCode
+        last_error = delivery.lastError
+        created_at = delivery.createdAt
+        finished_at = delivery.finishedAt
+    }
 }

@@ -110,6 +110,42 @@ struct AdminRoutes {
             try await service.setStripe(tenantId: try context.parameters.require("tenant"), try await decode(StripeSettingsRequest.self, request), actor: actor)
             return try JSONBody.response(OKBody())
         }
+        admin.patch("/tenants/:tenant/products/:product/key-types/:id") { request, context in
+            let keyType = try await service.updateKeyType(
+                tenantId: try context.parameters.require("tenant"), productId: try context.parameters.require("product"),
+                id: try context.parameters.require("id"), try await decode(UpdateKeyTypeRequest.self, request), actor: actor
+            )
+            return try JSONBody.response(KeyTypeBody(keyType))
+        }
+        admin.post("/tenants/:tenant/checkout-key") { _, context in
+            let key = try await service.rotateCheckoutKey(tenantId: try context.parameters.require("tenant"), actor: actor)
+            return try JSONBody.response(["checkout_key": key], status: .created)
+        }
+        admin.post("/tenants/:tenant/webhooks") { request, context in
+            let (endpoint, secret) = try await service.createWebhookEndpoint(tenantId: try context.parameters.require("tenant"), try await decode(CreateWebhookEndpointRequest.self, request), actor: actor)
+            return try JSONBody.response(WebhookEndpointBody(endpoint, secret: secret), status: .created)
+        }
+        admin.get("/tenants/:tenant/webhooks") { _, context in
+            let tenant = try await service.requireTenant(try context.parameters.require("tenant"))
+            return try JSONBody.response(["endpoints": try await service.database.webhookEndpoints(tenantId: tenant.id).map { WebhookEndpointBody($0) }])
+        }
+        admin.patch("/tenants/:tenant/webhooks/:id") { request, context in
+            let endpoint = try await service.setWebhookEndpointEnabled(
+                tenantId: try context.parameters.require("tenant"), id: try context.parameters.require("id"),
+                try await decode(UpdateWebhookEndpointRequest.self, request), actor: actor
+            )
+            return try JSONBody.response(WebhookEndpointBody(endpoint))
+        }
+        admin.delete("/tenants/:tenant/webhooks/:id") { _, context in
+            try await service.deleteWebhookEndpoint(tenantId: try context.parameters.require("tenant"), id: try context.parameters.require("id"), actor: actor)
+            return Response(status: .noContent)
+        }
+        admin.get("/tenants/:tenant/webhooks/:id/deliveries") { request, context in
+            let endpoint = try await service.webhookEndpoint(tenantId: try context.parameters.require("tenant"), id: try context.parameters.require("id"))
+            let limit = try Self.pageLimit(request.uri.queryParameters.get("limit"), default: 50)
+            let deliveries = try await service.database.webhookDeliveries(tenantId: endpoint.tenantId, endpointId: endpoint.id, limit: limit)
+            return try JSONBody.response(["deliveries": deliveries.map(WebhookDeliveryBody.init)])
+        }
         admin.post("/signing-keys/rotate") { _, _ in
             let key = try await service.rotateSigningKey(actor: actor)
             return try JSONBody.response(SigningKeyBody(kid: key.kid, public_key: Base64.encode(key.publicKey.rawRepresentation)), status: .created)
@@ -125,10 +161,7 @@ struct AdminRoutes {
         }
         admin.get("/audit-log") { request, _ in
             let query = request.uri.queryParameters
-            let limit = try query.get("limit").flatMap { $0.isEmpty ? nil : $0 }.map { text -> Int in
-                guard let value = Int(text), (1...500).contains(value) else { throw APIError.invalidRequest("limit must be 1-500.") }
-                return value
-            } ?? 100
+            let limit = try Self.pageLimit(query.get("limit"), default: 100)
             let before = try query.get("cursor").flatMap { $0.isEmpty ? nil : $0 }.map { text -> Int64 in
                 guard let value = Int64(text) else { throw APIError.invalidRequest("cursor is not one this server issued.") }
                 return value
@@ -138,6 +171,13 @@ struct AdminRoutes {
             let page = Array(entries.prefix(limit))
             return try JSONBody.response(AuditPage(entries: page.map(AuditEntryBody.init), next_cursor: entries.count > limit ? page.last.map { String($0.id) } : nil))
         }
+    }
+
+    /// `limit=` of a listing: 1-500, `default` when absent or empty.
+    static func pageLimit(_ text: String?, default value: Int) throws(APIError) -> Int {
+        guard let text, !text.isEmpty else { return value }
+        guard let limit = Int(text), (1...500).contains(limit) else { throw .invalidRequest("limit must be 1-500.") }
+        return limit
     }
 
     private func decode<T: Decodable>(_ type: T.Type, _ request: Request) async throws -> T {

@@ -87,7 +87,8 @@ final class AdminService: Sendable {
         let keyType = KeyType(
             tenantId: tenantId, productId: productId, id: id, displayName: displayName, activationLimit: limit,
             durationDays: body.duration_days, fallbackAccess: fallback, leaseTtlSeconds: ttl,
-            entitlements: entitlements.joined(separator: ","), createdAt: clock.unixSeconds
+            entitlements: entitlements.joined(separator: ","), createdAt: clock.unixSeconds,
+            stripePriceId: try Field.stripePrice(body.stripe_price_id), stripeMode: try body.stripe_mode.map(Field.stripeMode)
         )
         guard try await database.insertKeyType(keyType, actor: actor) else { throw APIError.conflict("Key type \(id) already exists.") }
         return keyType
@@ -112,7 +113,7 @@ final class AdminService: Sendable {
             keyHash: key.keyHash, maskedKey: key.masked, status: .active, expiresAt: expiresAt, customerEmail: email,
             activeInstances: 0, createdAt: now, updatedAt: now
         )
-        try await database.insertLicense(license, actor: actor)
+        try await database.insertLicense(license, key: key.text, actor: actor)
         return (license, key)
     }
 

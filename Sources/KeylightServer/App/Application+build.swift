@@ -1,3 +1,4 @@
+import AsyncHTTPClient
 import Crypto
 import Foundation
 import Hummingbird
@@ -22,6 +23,8 @@ public struct KeylightServer: Sendable {
     public let database: Database
     let keyRing: KeyRing
     let signer: ResponseSigner
+    /// Delivers outbound webhooks (its service runs with the application; tests also drive it directly).
+    let webhooks: WebhookDispatcher
 }
 
 /// Opens the database, applies migrations, loads or creates the signing key and admin token,
@@ -62,6 +65,8 @@ func assemble(
     } else {
         sealer = .ephemeral()
     }
+    // From here on every change also records its webhook events.
+    let database = database.recordingWebhooks(sealer: sealer)
     let keyRing = KeyRing(database: database, sealer: sealer)
     try await keyRing.loadCreatingIfNeeded(now: clock.unixSeconds, logger: logger)
 
@@ -87,16 +92,35 @@ func assemble(
     try await signer.refresh()
     let admin = AdminService(database: database, keyRing: keyRing, sealer: sealer, clock: clock, licensing: licensing, signer: signer)
 
-    let router = buildRouter(licensing: licensing, admin: admin, keyRing: keyRing, metrics: metrics, signer: signer, limits: configuration.limits, adminTokenHash: tokenHash)
+    // One outbound client for webhooks and Stripe; redirects are answers, not instructions.
+    let httpClient = HTTPClient(
+        eventLoopGroup: HTTPClient.defaultEventLoopGroup,
+        configuration: .init(redirectConfiguration: .disallow, timeout: .init(connect: .seconds(10), read: .seconds(30))),
+        backgroundActivityLogger: logger
+    )
+    let webhooks = WebhookDispatcher(
+        database: database, sealer: sealer, transport: HTTPClientWebhookTransport(client: httpClient),
+        clock: clock, logger: logger
+    )
+    let checkout = CheckoutService(
+        database: database, sealer: sealer, stripe: StripeHTTPAPI(client: httpClient, baseURL: configuration.stripeAPIBaseURL), logger: logger
+    )
+    let router = buildRouter(
+        licensing: licensing, admin: admin, checkout: checkout, keyRing: keyRing, metrics: metrics, signer: signer,
+        limits: configuration.limits, adminTokenHash: tokenHash
+    )
     let application = Application(
         router: router,
         configuration: .init(address: .hostname(configuration.host, port: configuration.port), serverName: "keylight"),
-        // Shut down in reverse order: flush validation times, stop key refresh, then close the database.
+        // Shut down in reverse order: stop webhook delivery, flush validation times, stop key
+        // refresh, close the outbound HTTP client, then close the database.
         services: [
             DatabaseCloseService(database: database),
+            HTTPClientShutdownService(client: httpClient),
             PeriodicService.refreshing(keyRing, every: configuration.keyRefreshInterval, logger: logger),
             PeriodicService.rotating(signer, every: configuration.keyRefreshInterval, logger: logger),
             PeriodicService.flushing(touches, to: database, every: configuration.touchFlushInterval, logger: logger),
+            PeriodicService.delivering(webhooks, every: configuration.webhookPollInterval, logger: logger),
         ],
         onServerRunning: onServerRunning,
         logger: logger
@@ -104,14 +128,14 @@ func assemble(
     return KeylightServer(
         application: application,
         report: StartupReport(createdAdminToken: createdToken, appliedMigrations: applied, activeKid: keyRing.current.active.kid),
-        database: database, keyRing: keyRing, signer: signer
+        database: database, keyRing: keyRing, signer: signer, webhooks: webhooks
     )
 }
 
 /// The routes, in middleware order: observation (ids, errors, metrics) around everything,
 /// the per-address limit around the APIs.
 func buildRouter(
-    licensing: LicensingService, admin: AdminService, keyRing: KeyRing, metrics: ServerMetrics, signer: ResponseSigner?,
+    licensing: LicensingService, admin: AdminService, checkout: CheckoutService, keyRing: KeyRing, metrics: ServerMetrics, signer: ResponseSigner?,
     limits: ServerLimits, adminTokenHash: [UInt8]
 ) -> Router<KeylightRequestContext> {
     let router = Router(context: KeylightRequestContext.self)
@@ -120,8 +144,19 @@ func buildRouter(
     router.add(middleware: AddressRateLimitMiddleware(limiter: RateLimiter(limit: limits.perAddress)))
     AdminRoutes(service: admin, limits: limits).register(on: router, tokenHash: adminTokenHash)
     StripeWebhookRoutes(admin: admin).register(on: router)
+    CheckoutRoutes(service: checkout, limits: limits).register(on: router)
     SDKRoutes(service: licensing, limits: limits).register(on: router)
     return router
+}
+
+/// Shuts the outbound HTTP client down once the services using it have stopped.
+struct HTTPClientShutdownService: Service {
+    let client: HTTPClient
+
+    func run() async throws {
+        try? await gracefulShutdown()
+        try await client.shutdown()
+    }
 }
 
 /// Keeps the database open while the server runs and closes it last at shutdown.

@@ -46,6 +46,10 @@ public struct ServerConfiguration: Sendable {
     /// How often buffered validation times are written.
     public var touchFlushInterval: Duration = .seconds(1)
     public var clock: any WallClock = SystemWallClock()
+    /// How often the outbox is checked for due webhook deliveries.
+    public var webhookPollInterval: Duration = .seconds(2)
+    /// Stripe's REST API (`KEYLIGHT_STRIPE_API_BASE`); tests point it at a local server.
+    public var stripeAPIBaseURL = "https://api.stripe.com"
 
     public init() {}
 

@@ -44,6 +44,10 @@ public struct KeyType: Codable, Sendable, Hashable {
     /// Comma-separated entitlement codes (codes never contain commas).
     public var entitlements: String
     public var createdAt: Int64
+    /// The Stripe price a checkout for this key type sells (`price_…`); nil = not for sale through checkout.
+    public var stripePriceId: String? = nil
+    /// `payment` (one-off) or `subscription` (the price recurs; `invoice.paid` renews the license).
+    public var stripeMode: String? = nil
 
     public var entitlementCodes: [String] {
         entitlements.split(separator: ",").map(String.init)
@@ -52,6 +56,7 @@ public struct KeyType: Codable, Sendable, Hashable {
     /// Column names: rows decode without a key strategy, which would re-derive snake case on every access.
     enum CodingKeys: String, CodingKey {
         case tenantId = "tenant_id", productId = "product_id", id, displayName = "display_name", activationLimit = "activation_limit", durationDays = "duration_days", fallbackAccess = "fallback_access", leaseTtlSeconds = "lease_ttl_seconds", entitlements, createdAt = "created_at"
+        case stripePriceId = "stripe_price_id", stripeMode = "stripe_mode"
     }
 }
 

@@ -75,6 +75,7 @@ extension Database {
         refuse: @escaping @Sendable (LicenseGrant) -> Bool
     ) async throws -> ActivationOutcome {
         let lock = lockRows(of: "l")
+        let outbox = self.outbox
         return try await write { db in
             guard let grant = try await db.raw(Self.grantQuery(keyHash: keyHash, tenantId: tenantId, productId: productId, instanceId: existingInstanceId, lock: lock))
                 .first(decoding: LicenseGrant.self) else {
@@ -92,9 +93,9 @@ extension Database {
             let reserved = try await db.raw("""
                 UPDATE licenses SET active_instances = active_instances + 1, updated_at = \(bind: now)
                 WHERE id = \(bind: grant.licenseId) AND active_instances < \(bind: grant.activationLimit)
-                RETURNING id
-                """).first()
-            guard reserved != nil else { return .limitReached }
+                RETURNING \(Self.licenseColumns)
+                """).first(decoding: License.self)
+            guard let reserved else { return .limitReached }
             try await db.raw("""
                 INSERT INTO instances (\(Self.instanceColumns)) VALUES (
                     \(bind: newInstanceId), \(bind: grant.licenseId), \(bind: name), \(bind: machineHash), \(bind: true),
@@ -106,6 +107,9 @@ extension Database {
                     WHERE tenant_id = \(bind: tenantId) AND product_id = \(bind: productId) AND instance_id = \(bind: freeTierInstanceId)
                     """).run()
             }
+            try await outbox.enqueue(WebhookEvent(type: .instanceActivated, tenantId: tenantId, at: now, data: .init(
+                license: reserved, instance: WebhookInstance(id: newInstanceId, name: name, activated_at: now, deactivated_at: nil), source: "sdk"
+            )), on: db)
             return .activated(instanceId: newInstanceId, grant: grant)
         }
     }
@@ -113,24 +117,32 @@ extension Database {
     /// Frees an instance's slot. Idempotent: an inactive instance stays inactive.
     func deactivate(keyHash: String?, licenseId: String?, tenantId: String, productId: String, instanceId: String, now: Int64, audit actor: Actor?) async throws -> DeactivationOutcome {
         let lock = lockRows(of: "licenses")
+        let outbox = self.outbox
         return try await write { db in
             var query: SQLQueryString = "SELECT id FROM licenses WHERE tenant_id = \(bind: tenantId) AND product_id = \(bind: productId)"
             if let keyHash { query += " AND key_hash = \(bind: keyHash)" }
             if let licenseId { query += " AND id = \(bind: licenseId)" }
             query += lock
             guard let license = try await db.raw(query).first(decodingColumn: "id", as: String.self) else { return .licenseNotFound }
-            guard let active = try await db.raw("""
-                SELECT active FROM instances WHERE id = \(bind: instanceId) AND license_id = \(bind: license)
-                """).first(decodingColumn: "active", as: Bool.self) else { return .instanceNotFound }
-            guard active else { return .alreadyInactive }
+            guard let instance = try await db.raw("""
+                SELECT \(Self.instanceColumns) FROM instances WHERE id = \(bind: instanceId) AND license_id = \(bind: license)
+                """).first(decoding: Instance.self) else { return .instanceNotFound }
+            guard instance.active else { return .alreadyInactive }
             try await db.raw("""
                 UPDATE instances SET active = \(bind: false), deactivated_at = \(bind: now) WHERE id = \(bind: instanceId)
                 """).run()
-            try await db.raw("""
+            let updated = try await db.raw("""
                 UPDATE licenses SET active_instances = active_instances - 1, updated_at = \(bind: now) WHERE id = \(bind: license)
-                """).run()
+                RETURNING \(Self.licenseColumns)
+                """).first(decoding: License.self)
             if let actor {
                 try await Self.audit(db, at: now, actor: actor, action: "instance.deactivate", tenantId: tenantId, target: license, details: ["instance_id": instanceId])
+            }
+            if let updated {
+                try await outbox.enqueue(WebhookEvent(type: .instanceDeactivated, tenantId: tenantId, at: now, data: .init(
+                    license: updated, instance: WebhookInstance(id: instance.id, name: instance.name, activated_at: instance.activatedAt, deactivated_at: now),
+                    source: actor?.name ?? "sdk"
+                )), on: db)
             }
             return .deactivated
         }

@@ -83,7 +83,7 @@ extension Database {
 
     // MARK: Key types
 
-    static let keyTypeColumns: SQLQueryString = "tenant_id, product_id, id, display_name, activation_limit, duration_days, fallback_access, lease_ttl_seconds, entitlements, created_at"
+    static let keyTypeColumns: SQLQueryString = "tenant_id, product_id, id, display_name, activation_limit, duration_days, fallback_access, lease_ttl_seconds, entitlements, created_at, stripe_price_id, stripe_mode"
 
     /// Inserts a key type; false when the id is taken within its product.
     func insertKeyType(_ keyType: KeyType, actor: Actor) async throws -> Bool {
@@ -92,16 +92,33 @@ extension Database {
                 INSERT INTO key_types (\(Self.keyTypeColumns)) VALUES (
                     \(bind: keyType.tenantId), \(bind: keyType.productId), \(bind: keyType.id), \(bind: keyType.displayName),
                     \(bind: keyType.activationLimit), \(bind: keyType.durationDays), \(bind: keyType.fallbackAccess),
-                    \(bind: keyType.leaseTtlSeconds), \(bind: keyType.entitlements), \(bind: keyType.createdAt))
+                    \(bind: keyType.leaseTtlSeconds), \(bind: keyType.entitlements), \(bind: keyType.createdAt),
+                    \(bind: keyType.stripePriceId), \(bind: keyType.stripeMode))
                 ON CONFLICT DO NOTHING RETURNING id
                 """).first()
             guard inserted != nil else { return false }
             try await Self.audit(db, at: keyType.createdAt, actor: actor, action: "key_type.create", tenantId: keyType.tenantId, target: "\(keyType.productId)/\(keyType.id)", details: [
                 "activation_limit": "\(keyType.activationLimit)", "duration_days": keyType.durationDays.map(String.init) ?? "lifetime",
                 "fallback_access": "\(keyType.fallbackAccess)", "lease_ttl_seconds": "\(keyType.leaseTtlSeconds)",
-                "entitlements": keyType.entitlements,
+                "entitlements": keyType.entitlements, "stripe_price_id": keyType.stripePriceId ?? "none",
             ])
             return true
+        }
+    }
+
+    /// Sets the Stripe price a key type sells at (nil stops checkouts); nil when there is no such key type.
+    func setKeyTypeStripePrice(tenantId: String, productId: String, id: String, priceId: String?, mode: String?, now: Int64, actor: Actor) async throws -> KeyType? {
+        try await write { db in
+            let updated = try await db.raw("""
+                UPDATE key_types SET stripe_price_id = \(bind: priceId), stripe_mode = \(bind: mode)
+                WHERE tenant_id = \(bind: tenantId) AND product_id = \(bind: productId) AND id = \(bind: id)
+                RETURNING \(Self.keyTypeColumns)
+                """).first(decoding: KeyType.self)
+            guard let updated else { return nil }
+            try await Self.audit(db, at: now, actor: actor, action: "key_type.update", tenantId: tenantId, target: "\(productId)/\(id)", details: [
+                "stripe_price_id": priceId ?? "none", "stripe_mode": mode ?? "none",
+            ])
+            return updated
         }
     }
 

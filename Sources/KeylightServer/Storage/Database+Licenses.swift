@@ -4,7 +4,9 @@ extension Database {
     static let licenseColumns: SQLQueryString = "id, tenant_id, product_id, key_type_id, key_hash, masked_key, status, expires_at, customer_email, active_instances, created_at, updated_at"
     static let instanceColumns: SQLQueryString = "id, license_id, name, machine_hash, active, activated_at, last_validated_at, deactivated_at"
 
-    func insertLicense(_ license: License, actor: Actor) async throws {
+    /// Inserts a minted license; `key` (the raw key) goes only into the `license.created` webhook.
+    func insertLicense(_ license: License, key: String, actor: Actor) async throws {
+        let outbox = self.outbox
         try await write { db in
             try await db.raw("""
                 INSERT INTO licenses (\(Self.licenseColumns)) VALUES (
@@ -16,6 +18,7 @@ extension Database {
                 "product_id": license.productId, "key_type_id": license.keyTypeId, "masked_key": license.maskedKey,
                 "expires_at": license.expiresAt.map(String.init) ?? "lifetime",
             ])
+            try await outbox.enqueue(WebhookEvent(type: .licenseCreated, tenantId: license.tenantId, at: license.createdAt, data: .init(license: license, licenseKey: key, source: actor.name)), on: db)
         }
     }
 
@@ -53,7 +56,8 @@ extension Database {
 
     /// Sets an administrator's decision; nil when there is no such license.
     func setLicenseStatus(tenantId: String, productId: String, id: String, status: LicenseStatus, action: String, now: Int64, actor: Actor) async throws -> License? {
-        try await write { db in
+        let outbox = self.outbox
+        return try await write { db in
             let updated = try await db.raw("""
                 UPDATE licenses SET status = \(bind: status.rawValue), updated_at = \(bind: now)
                 WHERE id = \(bind: id) AND tenant_id = \(bind: tenantId) AND product_id = \(bind: productId)
@@ -61,6 +65,9 @@ extension Database {
                 """).first(decoding: License.self)
             guard let updated else { return nil }
             try await Self.audit(db, at: now, actor: actor, action: action, tenantId: tenantId, target: id, details: ["status": status.rawValue])
+            if status == .revoked {
+                try await outbox.enqueue(WebhookEvent(type: .licenseRevoked, tenantId: tenantId, at: now, data: .init(license: updated, source: actor.name)), on: db)
+            }
             return updated
         }
     }
@@ -81,13 +88,16 @@ extension Database {
 
     /// Moves a license's expiry (Stripe renewals and cancellations use this too).
     func setLicenseExpiry(licenseId: String, expiresAt: Int64?, action: String, now: Int64, actor: Actor) async throws -> License? {
-        try await write { db in
+        let outbox = self.outbox
+        return try await write { db in
             let updated = try await db.raw("""
                 UPDATE licenses SET expires_at = \(bind: expiresAt), updated_at = \(bind: now) WHERE id = \(bind: licenseId)
                 RETURNING \(Self.licenseColumns)
                 """).first(decoding: License.self)
             guard let updated else { return nil }
             try await Self.audit(db, at: now, actor: actor, action: action, tenantId: updated.tenantId, target: licenseId, details: ["expires_at": expiresAt.map(String.init) ?? "lifetime"])
+            let type: WebhookEventType = if let expiresAt, expiresAt <= now { .licenseExpired } else { .licenseRenewed }
+            try await outbox.enqueue(WebhookEvent(type: type, tenantId: updated.tenantId, at: now, data: .init(license: updated, source: actor.name)), on: db)
             return updated
         }
     }

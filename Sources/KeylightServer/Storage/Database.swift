@@ -7,6 +7,8 @@ public struct Database: Sendable {
     let capabilities: StorageCapabilities
     private let writerGate: AsyncResourcePool<Void>?
     private let closeConnections: @Sendable () async -> Void
+    /// Where changes record their webhook events; nil records none.
+    private(set) var outbox: WebhookOutbox?
 
     init(sql: any SQLDatabase, driver: DriverTraits, close: @escaping @Sendable () async -> Void) {
         self.sql = sql
@@ -34,6 +36,14 @@ public struct Database: Sendable {
     /// A database URL with its password hidden, for logs and messages.
     public static func redacted(url: String) -> String {
         PostgresStorage.redacting(url)
+    }
+
+    /// This database, recording webhook events sealed by `sealer` (the server sets this up once
+    /// its master key is loaded).
+    func recordingWebhooks(sealer: SecretSealer) -> Database {
+        var copy = self
+        copy.outbox = WebhookOutbox(sealer: sealer)
+        return copy
     }
 
     /// Runs the driver's after-bulk-write statements (outside any transaction).

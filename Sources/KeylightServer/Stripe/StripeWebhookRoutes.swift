@@ -28,7 +28,7 @@ struct StripeWebhookRoutes {
             let bytes = Array(body.readableBytesView)
             let secret = String(decoding: try admin.sealer.open(settings.sealedWebhookSecret, context: "keylight.stripe.webhook.\(tenantId)"), as: UTF8.self)
             let now = admin.clock.unixSeconds
-            guard StripeSignature.isValid(header: request.headers[.init("Stripe-Signature")!], body: bytes, secret: secret, now: now) else {
+            guard WebhookSignature.isValid(header: request.headers[.init("Stripe-Signature")!], body: bytes, secret: secret, now: now) else {
                 throw APIError.invalidRequest("Stripe-Signature is missing, does not match, or is older than 300 seconds.")
             }
             guard let event = try? JSONDecoder().decode(StripeEvent.self, from: Data(bytes)), !event.id.isEmpty, event.id.utf8.count <= 255 else {

@@ -1,0 +1,154 @@
+import Crypto
+import Foundation
+import KeylightCore
+
+struct CreateWebhookEndpointRequest: Decodable {
+    var url: String?
+    /// Event types to send; omitted = all.
+    var events: [String]?
+}
+
+struct UpdateWebhookEndpointRequest: Decodable {
+    var enabled: Bool?
+}
+
+struct UpdateKeyTypeRequest: Decodable {
+    /// Absent: unchanged; null: checkouts stop for this key type; `price_…`: the price sold.
+    var stripe_price_id: String??
+    var stripe_mode: String?
+
+    enum CodingKeys: String, CodingKey { case stripe_price_id, stripe_mode }
+
+    init(from decoder: any Decoder) throws {
+        let container = try decoder.container(keyedBy: CodingKeys.self)
+        if container.contains(.stripe_price_id) {
+            stripe_price_id = .some(try container.decodeNil(forKey: .stripe_price_id) ? nil : try container.decode(String.self, forKey: .stripe_price_id))
+        }
+        stripe_mode = try container.decodeIfPresent(String.self, forKey: .stripe_mode)
+    }
+}
+
+extension AdminService {
+    static let maxEndpointsPerTenant = 20
+
+    // MARK: Outbound webhooks
+
+    /// Registers an endpoint and creates its signing secret, returned here only.
+    func createWebhookEndpoint(tenantId: String, _ body: CreateWebhookEndpointRequest, actor: Actor) async throws -> (WebhookEndpoint, secret: String) {
+        _ = try await requireTenant(tenantId)
+        let url = try Self.webhookURL(body.url)
+        let types = try Self.eventTypes(body.events)
+        guard try await database.webhookEndpoints(tenantId: tenantId).count < Self.maxEndpointsPerTenant else {
+            throw APIError.conflict("A tenant can have at most \(Self.maxEndpointsPerTenant) webhook endpoints.")
+        }
+        let id = "we_" + UUID().uuidString.lowercased().replacingOccurrences(of: "-", with: "")
+        let secret = Self.newSecret(prefix: "whsec_")
+        let now = clock.unixSeconds
+        let endpoint = WebhookEndpoint(
+            id: id, tenantId: tenantId, url: url,
+            sealedSecret: try sealer.seal(Data(secret.utf8), context: WebhookOutbox.secretContext(endpointId: id)),
+            events: "," + types.map(\.rawValue).joined(separator: ",") + ",",
+            enabled: true, disabledReason: nil, createdAt: now, updatedAt: now
+        )
+        try await database.insertWebhookEndpoint(endpoint, actor: actor)
+        return (endpoint, secret)
+    }
+
+    func webhookEndpoint(tenantId: String, id: String) async throws -> WebhookEndpoint {
+        guard TenantPath.isValidId(tenantId), id.utf8.count <= 64, let endpoint = try await database.webhookEndpoint(tenantId: tenantId, id: id) else {
+            throw APIError.notFound("Webhook endpoint")
+        }
+        return endpoint
+    }
+
+    func setWebhookEndpointEnabled(tenantId: String, id: String, _ body: UpdateWebhookEndpointRequest, actor: Actor) async throws -> WebhookEndpoint {
+        guard let enabled = body.enabled else { throw APIError.invalidRequest("Missing field enabled.") }
+        _ = try await webhookEndpoint(tenantId: tenantId, id: id)
+        guard let endpoint = try await database.setWebhookEndpointEnabled(
+            tenantId: tenantId, id: id, enabled: enabled, reason: enabled ? nil : "Disabled by \(actor.name).", now: clock.unixSeconds, actor: actor
+        ) else { throw APIError.notFound("Webhook endpoint") }
+        return endpoint
+    }
+
+    func deleteWebhookEndpoint(tenantId: String, id: String, actor: Actor) async throws {
+        _ = try await webhookEndpoint(tenantId: tenantId, id: id)
+        guard try await database.deleteWebhookEndpoint(tenantId: tenantId, id: id, now: clock.unixSeconds, actor: actor) else {
+            throw APIError.notFound("Webhook endpoint")
+        }
+    }
+
+    /// https anywhere; plain http only to this machine (local receivers in development and tests),
+    /// so signed events and raw license keys never cross a network in clear.
+    static func webhookURL(_ value: String?) throws(APIError) -> String {
+        let text = try Field.required(value, "url", max: 2_048)
+        guard let components = URLComponents(string: text), let scheme = components.scheme?.lowercased(),
+              let host = components.host?.lowercased(), !host.isEmpty, components.user == nil, components.password == nil else {
+            throw APIError.invalidRequest("Field url must be an absolute https URL.")
+        }
+        let loopback = host == "localhost" || host == "::1" || host == "[::1]" || host.hasPrefix("127.")
+        guard scheme == "https" || (scheme == "http" && loopback) else {
+            throw APIError.invalidRequest("Field url must use https (plain http is allowed only to localhost).")
+        }
+        return text
+    }
+
+    static func eventTypes(_ names: [String]?) throws(APIError) -> [WebhookEventType] {
+        guard let names else { return WebhookEventType.allCases }
+        guard !names.isEmpty, names.count <= WebhookEventType.allCases.count * 2 else {
+            throw APIError.invalidRequest("Field events must list 1-\(WebhookEventType.allCases.count) event types.")
+        }
+        var types: [WebhookEventType] = []
+        for name in names {
+            guard let type = WebhookEventType(rawValue: name) else {
+                throw APIError.invalidRequest("Unknown event type \(name.prefix(64)); known: \(WebhookEventType.allCases.map(\.rawValue).joined(separator: ", ")).")
+            }
+            if !types.contains(type) { types.append(type) }
+        }
+        return types
+    }
+
+    // MARK: Checkout
+
+    /// A new checkout API key for the tenant (returned here only; the old one stops working).
+    func rotateCheckoutKey(tenantId: String, actor: Actor) async throws -> String {
+        _ = try await requireTenant(tenantId)
+        let key = Self.newSecret(prefix: "kl_checkout_")
+        try await database.setCheckoutKey(tenantId: tenantId, keyHash: Hex.encode(SHA256.hash(data: Data(key.utf8))), now: clock.unixSeconds, actor: actor)
+        return key
+    }
+
+    /// Sets the Stripe price (and mode) a key type sells at.
+    func updateKeyType(tenantId: String, productId: String, id: String, _ body: UpdateKeyTypeRequest, actor: Actor) async throws -> KeyType {
+        let existing = try await requireKeyType(tenantId: tenantId, productId: productId, id: id)
+        var priceId = existing.stripePriceId
+        if let requested = body.stripe_price_id {
+            priceId = try Field.stripePrice(requested)
+        }
+        let mode = try body.stripe_mode.map(Field.stripeMode) ?? existing.stripeMode
+        guard let updated = try await database.setKeyTypeStripePrice(tenantId: tenantId, productId: productId, id: id, priceId: priceId, mode: mode, now: clock.unixSeconds, actor: actor) else {
+            throw APIError.notFound("Key type")
+        }
+        return updated
+    }
+
+    func requireKeyType(tenantId: String, productId: String, id: String) async throws -> KeyType {
+        guard TenantPath.isValidId(tenantId), TenantPath.isValidId(productId), TenantPath.isValidId(id),
+              let keyType = try await database.keyType(tenantId: tenantId, productId: productId, id: id) else { throw APIError.notFound("Key type") }
+        return keyType
+    }
+}
+
+extension Field {
+    static func stripePrice(_ value: String?) throws(APIError) -> String? {
+        guard let price = try optional(value, "stripe_price_id", max: 255) else { return nil }
+        guard price.hasPrefix("price_"), price.allSatisfy({ $0.isASCII && ($0.isLetter || $0.isNumber || $0 == "_") }) else {
+            throw .invalidRequest("Field stripe_price_id must be a Stripe price id (price_…).")
+        }
+        return price
+    }
+
+    static func stripeMode(_ value: String) throws(APIError) -> String {
+        guard value == "payment" || value == "subscription" else { throw .invalidRequest("Field stripe_mode must be payment or subscription.") }
+        return value
+    }
+}

@@ -1,0 +1,89 @@
+import Crypto
+import Foundation
+import KeylightCore
+import Logging
+
+/// `POST /api/{tenantId}/checkout` body.
+struct CheckoutRequest: Decodable {
+    var product_id: String?
+    var key_type_id: String?
+    var success_url: String?
+    var cancel_url: String?
+    var customer_email: String?
+}
+
+/// Creates Stripe Checkout Sessions whose completion mints a license (protocol section 5): the
+/// session's metadata names the product and key type the webhook mints.
+struct CheckoutService: Sendable {
+    let database: Database
+    let sealer: SecretSealer
+    let stripe: any StripeAPI
+    let logger: Logger
+
+    /// Checks the tenant's checkout API key in constant time (both sides hashed first, so the
+    /// comparison length never depends on the guess).
+    func authorize(tenantId: String, bearer: String?) async throws {
+        guard TenantPath.isValidId(tenantId), let bearer, bearer.utf8.count <= 512,
+              let stored = try await database.checkoutKeyHash(tenantId: tenantId).flatMap(Hex.decode) else { throw APIError.unauthorized }
+        guard ConstantTime.equals(Array(SHA256.hash(data: Data(bearer.utf8))), stored) else { throw APIError.unauthorized }
+    }
+
+    func createSession(tenantId: String, _ body: CheckoutRequest, idempotencyKey: String?) async throws -> StripeCheckoutSession {
+        let productId = try Field.pathId(body.product_id, "product_id")
+        let keyTypeId = try Field.pathId(body.key_type_id, "key_type_id")
+        let successURL = try Self.redirectURL(body.success_url, "success_url")
+        let cancelURL = try Self.redirectURL(body.cancel_url, "cancel_url")
+        let email = try Field.email(body.customer_email)
+        if let idempotencyKey, idempotencyKey.isEmpty || idempotencyKey.utf8.count > 255 {
+            throw APIError.invalidRequest("Idempotency-Key must be 1-255 characters.")
+        }
+        guard let keyType = try await database.keyType(tenantId: tenantId, productId: productId, id: keyTypeId) else {
+            throw APIError.notFound("Key type")
+        }
+        guard let priceId = keyType.stripePriceId else {
+            throw APIError.conflict("Key type \(keyTypeId) has no Stripe price; set stripe_price_id first.")
+        }
+        guard let settings = try await database.stripeSettings(tenantId: tenantId), let sealedKey = settings.sealedSecretKey else {
+            throw APIError.conflict("Stripe is not configured for this tenant (no secret key).")
+        }
+        let secretKey = String(decoding: try sealer.open(sealedKey, context: "keylight.stripe.secret.\(tenantId)"), as: UTF8.self)
+
+        let mode = keyType.stripeMode ?? "payment"
+        var form: [(String, String)] = [
+            ("mode", mode),
+            ("line_items[0][price]", priceId),
+            ("line_items[0][quantity]", "1"),
+            ("success_url", successURL),
+            ("cancel_url", cancelURL),
+        ]
+        let metadata = [("tenant_id", tenantId), ("product_id", productId), ("key_type_id", keyTypeId)]
+        form += metadata.map { ("metadata[\($0.0)]", $0.1) }
+        if mode == "subscription" {
+            // Copied onto the subscription, so its later events can be traced to the product.
+            form += metadata.map { ("subscription_data[metadata][\($0.0)]", $0.1) }
+        }
+        if let email { form.append(("customer_email", email)) }
+
+        // A client's key is scoped to its tenant; without one, the key still makes our own retry safe.
+        let key = idempotencyKey.map { "keylight_" + Hex.encode(SHA256.hash(data: Data("\(tenantId)\n\($0)".utf8))) }
+            ?? "keylight_" + UUID().uuidString.lowercased()
+        do {
+            let session = try await stripe.createCheckoutSession(secretKey: secretKey, form: form, idempotencyKey: key)
+            logger.debug("created a Stripe Checkout Session", metadata: ["tenant": .string(tenantId), "session": .string(session.id)])
+            return session
+        } catch {
+            logger.notice("Stripe refused a Checkout Session", metadata: ["tenant": .string(tenantId), "status": .string(error.status.map(String.init) ?? "unreachable")])
+            throw APIError(status: .badGateway, code: "STRIPE_ERROR", message: "Stripe: \(error.message)")
+        }
+    }
+
+    /// An absolute http(s) URL of sane length; Stripe substitutes `{CHECKOUT_SESSION_ID}` itself.
+    static func redirectURL(_ value: String?, _ name: String) throws(APIError) -> String {
+        let text = try Field.required(value, name, max: 2_048)
+        guard let components = URLComponents(string: text), let scheme = components.scheme?.lowercased(),
+              scheme == "https" || scheme == "http", components.host?.isEmpty == false else {
+            throw APIError.invalidRequest("Field \(name) must be an absolute http or https URL.")
+        }
+        return text
+    }
+}

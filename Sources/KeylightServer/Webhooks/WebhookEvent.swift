@@ -1,0 +1,81 @@
+import Foundation
+
+/// What Keylight tells a developer's own systems about.
+public enum WebhookEventType: String, CaseIterable, Sendable, Codable {
+    /// A license was minted (admin API, dashboard or Stripe). Carries the raw license key: the
+    /// only place it ever leaves the server after minting, so the developer can email it.
+    case licenseCreated = "license.created"
+    case licenseRevoked = "license.revoked"
+    /// The license's expiry moved to now (a Stripe subscription ended).
+    case licenseExpired = "license.expired"
+    /// The license's expiry moved later (a Stripe invoice was paid).
+    case licenseRenewed = "license.renewed"
+    case instanceActivated = "instance.activated"
+    case instanceDeactivated = "instance.deactivated"
+}
+
+/// One event, as delivered: `{"id","type","created_at","tenant_id","data":{…}}`.
+struct WebhookEvent: Encodable, Sendable {
+    var id: String
+    var type: WebhookEventType
+    var created_at: Int64
+    var tenant_id: String
+    var data: WebhookEventData
+
+    init(type: WebhookEventType, tenantId: String, at now: Int64, data: WebhookEventData) {
+        id = "evt_" + UUID().uuidString.lowercased().replacingOccurrences(of: "-", with: "")
+        self.type = type
+        created_at = now
+        tenant_id = tenantId
+        self.data = data
+    }
+}
+
+struct WebhookEventData: Encodable, Sendable {
+    var license: WebhookLicense
+    /// Only on `license.created`.
+    var license_key: String?
+    /// Only on `instance.*`.
+    var instance: WebhookInstance?
+    /// What caused the change: `admin`, `stripe`, `sdk`.
+    var source: String
+
+    init(license: License, licenseKey: String? = nil, instance: WebhookInstance? = nil, source: String) {
+        self.license = WebhookLicense(license)
+        license_key = licenseKey
+        self.instance = instance
+        self.source = source
+    }
+}
+
+/// A license as webhooks describe it (the key only masked).
+struct WebhookLicense: Encodable, Sendable {
+    var id: String
+    var product_id: String
+    var key_type_id: String
+    var status: String
+    @ExplicitNull var expires_at: Int64?
+    @ExplicitNull var customer_email: String?
+    var masked_key: String
+    var active_instances: Int
+    var created_at: Int64
+
+    init(_ license: License) {
+        id = license.id
+        product_id = license.productId
+        key_type_id = license.keyTypeId
+        status = license.status.rawValue
+        expires_at = license.expiresAt
+        customer_email = license.customerEmail
+        masked_key = license.maskedKey
+        active_instances = license.activeInstances
+        created_at = license.createdAt
+    }
+}
+
+struct WebhookInstance: Encodable, Sendable {
+    var id: String
+    var name: String
+    var activated_at: Int64
+    @ExplicitNull var deactivated_at: Int64?
+}
