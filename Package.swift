@@ -81,6 +81,16 @@ let package = Package(
                 .product(name: "ArgumentParser", package: "swift-argument-parser"),
             ]
         ),
+        .target(
+            // Live HTTP servers that record requests (webhook receivers, a fake Stripe) for the tests.
+            name: "KeylightTestSupport",
+            dependencies: [
+                .product(name: "Hummingbird", package: "hummingbird"),
+                .product(name: "NIOConcurrencyHelpers", package: "swift-nio"),
+                .product(name: "Logging", package: "swift-log"),
+            ],
+            path: "Tests/KeylightTestSupport"
+        ),
         .testTarget(
             name: "KeylightCoreTests",
             dependencies: ["KeylightCore", .product(name: "Crypto", package: "swift-crypto")]
@@ -92,13 +102,14 @@ let package = Package(
         .testTarget(
             // The SDK against a live server.
             name: "KeylightEndToEndTests",
-            dependencies: ["Keylight", "KeylightServer", "KeylightCore", .product(name: "Logging", package: "swift-log"), .product(name: "Crypto", package: "swift-crypto")]
+            dependencies: ["Keylight", "KeylightServer", "KeylightCore", "KeylightTestSupport", .product(name: "Logging", package: "swift-log"), .product(name: "Crypto", package: "swift-crypto")]
         ),
         .testTarget(
             name: "KeylightServerTests",
             dependencies: [
                 "KeylightServer",
                 "KeylightCore",
+                "KeylightTestSupport",
                 .product(name: "HummingbirdTesting", package: "hummingbird"),
                 .product(name: "SQLKit", package: "sql-kit"),
                 .product(name: "AsyncHTTPClient", package: "async-http-client"),

@@ -23,7 +23,7 @@ final class LiveServer: @unchecked Sendable {
         databasePath = directory.appendingPathComponent("server.sqlite").path
     }
 
-    func start() async throws {
+    func start(configure: @Sendable (inout ServerConfiguration) -> Void = { _ in }) async throws {
         var logger = Logger(label: "e2e")
         logger.logLevel = .critical
         var configuration = ServerConfiguration()
@@ -31,6 +31,7 @@ final class LiveServer: @unchecked Sendable {
         configuration.port = 0
         configuration.adminToken = Self.adminToken
         configuration.limits = .unlimited
+        configure(&configuration)
         let (ports, continuation) = AsyncStream.makeStream(of: Int.self)
         let server = try await buildApplication(configuration: configuration, logger: logger) { channel in
             continuation.yield(channel.localAddress?.port ?? 0)
@@ -51,13 +52,16 @@ final class LiveServer: @unchecked Sendable {
     var url: URL { URL(string: "http://127.0.0.1:\(port)")! }
 
     func admin(_ method: String, _ path: String, _ body: [String: Any]? = nil) async throws -> [String: Any] {
-        let transport = URLSessionTransport(baseURL: url)
-        let data = try body.map { try JSONSerialization.data(withJSONObject: $0) }
-        let response = try await transport.send(TransportRequest(
-            method: method, path: "/admin/v1" + path,
-            headers: ["Authorization": "Bearer \(Self.adminToken)", "Content-Type": "application/json"], body: data
-        ))
-        return (try? JSONSerialization.jsonObject(with: response.body) as? [String: Any]) ?? [:]
+        try await call(method, "/admin/v1" + path, body, bearer: Self.adminToken).json
+    }
+
+    /// Any route, with an optional bearer token and extra headers; answers the status and the JSON body.
+    func call(_ method: String, _ path: String, _ body: [String: Any]? = nil, raw: Data? = nil, bearer: String? = nil, headers: [String: String] = [:]) async throws -> (status: Int, json: [String: Any]) {
+        var all = ["Content-Type": "application/json"].merging(headers) { $1 }
+        if let bearer { all["Authorization"] = "Bearer \(bearer)" }
+        let data = try raw ?? body.map { try JSONSerialization.data(withJSONObject: $0) }
+        let response = try await URLSessionTransport(baseURL: url).send(TransportRequest(method: method, path: path, headers: all, body: data))
+        return (response.status, (try? JSONSerialization.jsonObject(with: response.body) as? [String: Any]) ?? [:])
     }
 
     func keyset() async throws -> Keyset {

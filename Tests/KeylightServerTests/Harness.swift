@@ -49,6 +49,8 @@ struct Harness {
         configuration.clock = clock
         configuration.port = 0
         configuration.touchFlushInterval = .milliseconds(50)
+        // Tests deliver webhooks by calling the dispatcher themselves, with the test clock.
+        configuration.webhookPollInterval = .seconds(3_600)
     }
 
     static var logger: Logger {

@@ -8,7 +8,7 @@ import Testing
 @Suite struct HostileInputTests {
     static func snapshot(_ client: Client) async throws -> [Int] {
         var counts: [Int] = []
-        for table in ["tenants", "products", "key_types", "licenses", "instances", "keyless_installs", "signing_keys"] {
+        for table in ["tenants", "products", "key_types", "licenses", "instances", "keyless_installs", "signing_keys", "webhook_endpoints", "webhook_deliveries", "checkout_keys"] {
             counts.append(try await client.count("SELECT COUNT(*) AS n FROM \(table)"))
         }
         counts.append(try await client.count("SELECT COALESCE(SUM(active_instances), 0) AS n FROM licenses"))
@@ -18,6 +18,7 @@ import Testing
     @Test func randomAndHostileBodiesNeverSucceedOrCrash() async throws {
         try await Harness().run { client in
             let seed = try await client.seed()
+            let checkoutKey = try #require(try await client.admin(.post, "/tenants/acme/checkout-key")["checkout_key"] as? String)
             let before = try await Self.snapshot(client)
             var generator = SystemRandomNumberGenerator()
             var bodies: [String] = [
@@ -40,8 +41,13 @@ import Testing
                     #expect((400..<500).contains(reply.status.code), "\(action): \(reply.status) for \(body.prefix(60).debugDescription)")
                     #expect(reply.code != nil)
                 }
-                let admin = try await client.request(.post, "/admin/v1/tenants", headers: [.authorization: "Bearer \(Harness.adminToken)"], body: body)
-                #expect((400..<500).contains(admin.status.code))
+                for path in ["/admin/v1/tenants", "/admin/v1/tenants/acme/webhooks", "/admin/v1/tenants/acme/products/app/key-types/\(seed.keyType)"] {
+                    let method: HTTPRequest.Method = path.contains("key-types") ? .patch : .post
+                    let admin = try await client.request(method, path, headers: [.authorization: "Bearer \(Harness.adminToken)"], body: body)
+                    #expect((400..<500).contains(admin.status.code), "\(path): \(admin.status) for \(body.prefix(60).debugDescription)")
+                }
+                let checkout = try await client.request(.post, "/api/acme/checkout", headers: [.authorization: "Bearer \(checkoutKey)"], body: body)
+                #expect((400..<500).contains(checkout.status.code) && checkout.code != nil)
             }
             #expect(try await Self.snapshot(client) == before)
             #expect(try await client.request(.get, "/healthz").status == .ok)

@@ -3,6 +3,7 @@ import HTTPTypes
 import KeylightCore
 @testable import KeylightServer
 import Logging
+import KeylightTestSupport
 import NIOConcurrencyHelpers
 import Testing
 
@@ -61,17 +62,31 @@ struct CapturingLogHandler: LogHandler {
         var logger = Logger(label: "capture") { _ in CapturingLogHandler(lines: lines) }
         logger.logLevel = .trace
         let captured = NIOLockedValueBox<[String]>([])
-        try await Harness().run(logger: logger) { client in
-            let seed = try await client.seed()
+        let receiver = try await RecordingServer { request, _ in .init(200, CheckoutTests.session) }
+        var harness = Harness()
+        harness.configuration.stripeAPIBaseURL = receiver.url
+        try await harness.run(logger: logger) { client in
+            // Outbound webhooks (the raw key of a minted license, the endpoint secret) and a checkout
+            // (the checkout key, Stripe's secret key) run with the same logger.
+            let (seed, checkoutKey) = try await CheckoutTests.configured(client)
+            let endpointSecret = try await WebhookTests.register(client, url: receiver.url + "/hook")
+            #expect(try await CheckoutTests.checkout(client, key: checkoutKey, CheckoutTests.body(seed)).status == .ok)
+            let minted = try await client.mint(seed)
+            try await client.server.webhooks.deliverDue()
+            #expect(receiver.requests.contains { $0.text.contains(minted.key) })
             let instance = try #require(try await client.activate(seed)["instance_id"] as? String)
             _ = try await client.validate(seed, instance: instance)
             _ = try await client.request(.get, "/healthz", headers: [.init("X-Keylight-Request-Id")!: "trace-me-42"])
             _ = try await client.admin(.put, "/tenants/acme/stripe", ["webhook_secret": "whsec_secretvalue"])
-            captured.withLockedValue { $0 = [seed.sdkKey, seed.licenseKey, Base64.encode(client.server.keyRing.current.active.privateKey.rawRepresentation)] }
+            captured.withLockedValue { $0 = [
+                seed.sdkKey, seed.licenseKey, minted.key, endpointSecret.secret, checkoutKey, "sk_test_abc",
+                Base64.encode(client.server.keyRing.current.active.privateKey.rawRepresentation),
+            ] }
         }
+        await receiver.stop()
         let all = lines.withLockedValue { $0 }.joined(separator: "\n")
         #expect(!all.isEmpty)
-        #expect(all.contains("trace-me-42"))
+        #expect(all.contains("trace-me-42") && all.contains("delivering webhook"))
         for secret in captured.withLockedValue({ $0 }) + [Harness.adminToken, "whsec_secretvalue"] {
             #expect(!all.contains(secret), "a secret reached the logs")
         }

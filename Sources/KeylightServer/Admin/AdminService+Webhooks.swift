@@ -120,6 +120,9 @@ extension AdminService {
     /// Sets the Stripe price (and mode) a key type sells at.
     func updateKeyType(tenantId: String, productId: String, id: String, _ body: UpdateKeyTypeRequest, actor: Actor) async throws -> KeyType {
         let existing = try await requireKeyType(tenantId: tenantId, productId: productId, id: id)
+        guard body.stripe_price_id != nil || body.stripe_mode != nil else {
+            throw APIError.invalidRequest("Nothing to update: send stripe_price_id and/or stripe_mode.")
+        }
         var priceId = existing.stripePriceId
         if let requested = body.stripe_price_id {
             priceId = try Field.stripePrice(requested)

@@ -103,7 +103,7 @@ func assemble(
         clock: clock, logger: logger
     )
     let checkout = CheckoutService(
-        database: database, sealer: sealer, stripe: StripeHTTPAPI(client: httpClient, baseURL: configuration.stripeAPIBaseURL), logger: logger
+        database: database, sealer: sealer, stripe: StripeHTTPAPI(client: httpClient, baseURL: configuration.stripeAPIBaseURL, timeout: configuration.stripeRequestTimeout), logger: logger
     )
     let router = buildRouter(
         licensing: licensing, admin: admin, checkout: checkout, keyRing: keyRing, metrics: metrics, signer: signer,

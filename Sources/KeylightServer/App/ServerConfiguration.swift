@@ -50,6 +50,8 @@ public struct ServerConfiguration: Sendable {
     public var webhookPollInterval: Duration = .seconds(2)
     /// Stripe's REST API (`KEYLIGHT_STRIPE_API_BASE`); tests point it at a local server.
     public var stripeAPIBaseURL = "https://api.stripe.com"
+    /// How long one call to Stripe may take, connecting included (a checkout retries once).
+    public var stripeRequestTimeout: Duration = .seconds(20)
 
     public init() {}
 

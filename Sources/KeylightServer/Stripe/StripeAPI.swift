@@ -28,7 +28,7 @@ protocol StripeAPI: Sendable {
 struct StripeHTTPAPI: StripeAPI {
     let client: HTTPClient
     let baseURL: String
-    var timeout: TimeAmount = .seconds(20)
+    var timeout: Duration = .seconds(20)
 
     func createCheckoutSession(secretKey: String, form: [(String, String)], idempotencyKey: String) async throws(StripeAPIError) -> StripeCheckoutSession {
         let body = FormEncoding.encode(form)
@@ -43,7 +43,7 @@ struct StripeHTTPAPI: StripeAPI {
                 request.headers.add(name: "Content-Type", value: "application/x-www-form-urlencoded")
                 request.headers.add(name: "Idempotency-Key", value: idempotencyKey)
                 request.body = .bytes(ByteBuffer(string: body))
-                let response = try await client.execute(request, timeout: timeout)
+                let response = try await client.execute(request, deadline: .now() + .nanoseconds(Int64(timeout / .nanoseconds(1))))
                 let bytes = try await response.body.collect(upTo: 1 << 20)
                 let status = Int(response.status.code)
                 if (200..<300).contains(status) {

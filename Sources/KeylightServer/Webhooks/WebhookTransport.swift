@@ -17,7 +17,7 @@ struct HTTPClientWebhookTransport: WebhookTransport {
         request.method = .POST
         for (name, value) in headers { request.headers.add(name: name, value: value) }
         request.body = .bytes(ByteBuffer(bytes: body))
-        let response = try await client.execute(request, timeout: .nanoseconds(Int64(timeout.components.seconds) * 1_000_000_000))
+        let response = try await client.execute(request, deadline: .now() + .nanoseconds(Int64(timeout / .nanoseconds(1))))
         // Read (and drop) a bounded amount so the connection can be reused.
         _ = try? await response.body.collect(upTo: 64 * 1024)
         return Int(response.status.code)

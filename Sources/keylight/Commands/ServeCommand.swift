@@ -62,6 +62,12 @@ struct ServeCommand: AsyncParsableCommand {
     @Option(help: "Seconds between re-reads of signing keys made by other processes sharing the database.")
     var keyRefreshInterval = 10
 
+    @Option(help: "Stripe's API base URL (also KEYLIGHT_STRIPE_API_BASE); point it at a test server that speaks Stripe's wire format.")
+    var stripeAPIBase: String?
+
+    @Option(help: "Seconds between checks for due outbound webhook deliveries.")
+    var webhookPollInterval = 2
+
     enum LogFormat: String, ExpressibleByArgument { case text, json }
 
     func run() async throws {
@@ -83,6 +89,14 @@ struct ServeCommand: AsyncParsableCommand {
         configuration.adminToken = environment["KEYLIGHT_ADMIN_TOKEN"].flatMap { $0.isEmpty ? nil : $0 }
         configuration.poolSize = poolSize
         configuration.keyRefreshInterval = .seconds(max(1, keyRefreshInterval))
+        configuration.webhookPollInterval = .seconds(max(1, webhookPollInterval))
+        if let base = stripeAPIBase ?? environment["KEYLIGHT_STRIPE_API_BASE"].flatMap({ $0.isEmpty ? nil : $0 }) {
+            guard let url = URL(string: base), url.scheme == "https" || url.scheme == "http", url.host != nil else {
+                Standard.error("keylight: error: --stripe-api-base must be an http(s) URL")
+                throw ExitCode(64)
+            }
+            configuration.stripeAPIBaseURL = base.hasSuffix("/") ? String(base.dropLast()) : base
+        }
         if let rateLimitAddress { configuration.limits.perAddress = rateLimitAddress.limit }
         if let rateLimitLicense { configuration.limits.perLicense = rateLimitLicense.limit }
 
