@@ -19,6 +19,11 @@ struct UpdateKeyTypeRequest: Decodable {
 
     enum CodingKeys: String, CodingKey { case stripe_price_id, stripe_mode }
 
+    init(stripePriceId: String??, stripeMode: String?) {
+        stripe_price_id = stripePriceId
+        stripe_mode = stripeMode
+    }
+
     init(from decoder: any Decoder) throws {
         let container = try decoder.container(keyedBy: CodingKeys.self)
         if container.contains(.stripe_price_id) {

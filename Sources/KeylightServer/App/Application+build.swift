@@ -105,8 +105,16 @@ func assemble(
     let checkout = CheckoutService(
         database: database, sealer: sealer, stripe: StripeHTTPAPI(client: httpClient, baseURL: configuration.stripeAPIBaseURL, timeout: configuration.stripeRequestTimeout), logger: logger
     )
+    var accounts = DashboardAccounts(database: database, clock: clock)
+    accounts.cost = configuration.bcryptCost
+    let sessions = SQLSessionStore(database: database, clock: clock)
+    let dashboard = DashboardRoutes(
+        admin: admin, accounts: accounts, renderer: try await DashboardRenderer.load(), sessions: sessions,
+        loginLimiter: RateLimiter(limit: configuration.limits.signIns), publicURL: configuration.publicURL,
+        secureCookies: configuration.publicURL?.lowercased().hasPrefix("https://") ?? false, logger: logger
+    )
     let router = buildRouter(
-        licensing: licensing, admin: admin, checkout: checkout, keyRing: keyRing, metrics: metrics, signer: signer,
+        licensing: licensing, admin: admin, checkout: checkout, dashboard: dashboard, keyRing: keyRing, metrics: metrics, signer: signer,
         limits: configuration.limits, adminTokenHash: tokenHash
     )
     let application = Application(
@@ -121,6 +129,7 @@ func assemble(
             PeriodicService.rotating(signer, every: configuration.keyRefreshInterval, logger: logger),
             PeriodicService.flushing(touches, to: database, every: configuration.touchFlushInterval, logger: logger),
             PeriodicService.delivering(webhooks, every: configuration.webhookPollInterval, logger: logger),
+            PeriodicService(interval: .seconds(600), tick: { _ = try? await sessions.purgeExpired() }),
         ],
         onServerRunning: onServerRunning,
         logger: logger
@@ -135,7 +144,7 @@ func assemble(
 /// The routes, in middleware order: observation (ids, errors, metrics) around everything,
 /// the per-address limit around the APIs.
 func buildRouter(
-    licensing: LicensingService, admin: AdminService, checkout: CheckoutService, keyRing: KeyRing, metrics: ServerMetrics, signer: ResponseSigner?,
+    licensing: LicensingService, admin: AdminService, checkout: CheckoutService, dashboard: DashboardRoutes, keyRing: KeyRing, metrics: ServerMetrics, signer: ResponseSigner?,
     limits: ServerLimits, adminTokenHash: [UInt8]
 ) -> Router<KeylightRequestContext> {
     let router = Router(context: KeylightRequestContext.self)
@@ -145,6 +154,7 @@ func buildRouter(
     AdminRoutes(service: admin, limits: limits).register(on: router, tokenHash: adminTokenHash)
     StripeWebhookRoutes(admin: admin).register(on: router)
     CheckoutRoutes(service: checkout, limits: limits).register(on: router)
+    dashboard.register(on: router)
     SDKRoutes(service: licensing, limits: limits).register(on: router)
     return router
 }

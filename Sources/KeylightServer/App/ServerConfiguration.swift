@@ -8,6 +8,8 @@ public struct ServerLimits: Sendable {
     public var perAddress = RateLimiter.Limit(perMinute: 1_200, burst: 300)
     /// SDK requests per license key.
     public var perLicense = RateLimiter.Limit(perMinute: 600, burst: 250)
+    /// Dashboard sign-in attempts per client address (accounts also lock after 5 failures).
+    public var signIns = RateLimiter.Limit(perMinute: 10, burst: 10)
 
     public init() {}
 
@@ -16,6 +18,7 @@ public struct ServerLimits: Sendable {
         var limits = ServerLimits()
         limits.perAddress = .unlimited
         limits.perLicense = .unlimited
+        limits.signIns = .unlimited
         return limits
     }
 }
@@ -48,6 +51,11 @@ public struct ServerConfiguration: Sendable {
     public var clock: any WallClock = SystemWallClock()
     /// How often the outbox is checked for due webhook deliveries.
     public var webhookPollInterval: Duration = .seconds(2)
+    /// The server's public URL (`https://licenses.example.com`), for the dashboard's Swift
+    /// snippet; an https URL also marks dashboard cookies `Secure`.
+    public var publicURL: String?
+    /// bcrypt cost for dashboard passwords (tests lower it).
+    var bcryptCost: UInt8 = 12
     /// Stripe's REST API (`KEYLIGHT_STRIPE_API_BASE`); tests point it at a local server.
     public var stripeAPIBaseURL = "https://api.stripe.com"
     /// How long one call to Stripe may take, connecting included (a checkout retries once).

@@ -1,44 +1,86 @@
 import Logging
 import NIOConcurrencyHelpers
 
-/// Validation times waiting to be written. Validation is the hottest path and its only write
-/// is "last seen"; batching those into one transaction a second keeps validate a pure read.
-/// A crash can lose at most the last second of last-seen times, which are telemetry; graceful
-/// shutdown flushes them.
+/// One product's day (UTC) in the usage counts.
+struct UsageDay: Hashable, Sendable {
+    var tenantId: String
+    var productId: String
+    /// Days since 1970-01-01 UTC.
+    var day: Int64
+}
+
+/// Successful activations and validations counted for one ``UsageDay``.
+struct UsageCount: Sendable, Equatable {
+    var activations = 0
+    var validations = 0
+
+    static func += (lhs: inout UsageCount, rhs: UsageCount) {
+        lhs.activations += rhs.activations
+        lhs.validations += rhs.validations
+    }
+}
+
+/// What the SDK paths record but need not write at once: validation times ("last seen") and
+/// the per-day usage counts the dashboard charts. Validation is the hottest path; batching
+/// these into one transaction a second keeps validate a pure read. A crash can lose at most the
+/// last second of this telemetry; graceful shutdown flushes it.
 final class TouchBuffer: Sendable {
-    private let pending = NIOLockedValueBox<[String: Int64]>([:])
+    struct Batch: Sendable {
+        var times: [String: Int64] = [:]
+        var usage: [UsageDay: UsageCount] = [:]
+        var isEmpty: Bool { times.isEmpty && usage.isEmpty }
+    }
+
+    private let pending = NIOLockedValueBox(Batch())
 
     func record(instanceId: String, at time: Int64) {
         pending.withLockedValue { pending in
-            if (pending[instanceId] ?? .min) < time { pending[instanceId] = time }
+            if (pending.times[instanceId] ?? .min) < time { pending.times[instanceId] = time }
         }
     }
 
-    func drain() -> [String: Int64] {
+    /// Counts a successful activation or validation for the product's day at `time`.
+    func count(activation: Bool, tenantId: String, productId: String, at time: Int64) {
+        let key = UsageDay(tenantId: tenantId, productId: productId, day: time.flooringDivided(by: 86_400))
         pending.withLockedValue { pending in
-            defer { pending = [:] }
+            pending.usage[key, default: UsageCount()] += activation ? UsageCount(activations: 1) : UsageCount(validations: 1)
+        }
+    }
+
+    func drain() -> Batch {
+        pending.withLockedValue { pending in
+            defer { pending = Batch() }
             return pending
         }
     }
 
-    func restore(_ times: [String: Int64]) {
+    func restore(_ batch: Batch) {
         pending.withLockedValue { pending in
-            for (id, time) in times where (pending[id] ?? .min) < time { pending[id] = time }
+            for (id, time) in batch.times where (pending.times[id] ?? .min) < time { pending.times[id] = time }
+            for (key, count) in batch.usage { pending.usage[key, default: UsageCount()] += count }
         }
     }
 }
 
+extension Int64 {
+    /// Division rounding towards negative infinity (days before 1970 stay on their own day).
+    func flooringDivided(by divisor: Int64) -> Int64 {
+        let quotient = self / divisor
+        return (self % divisor != 0 && (self < 0) != (divisor < 0)) ? quotient - 1 : quotient
+    }
+}
+
 extension PeriodicService {
-    /// Writes buffered validation times every `interval`, and once more at shutdown.
+    /// Writes buffered validation times and usage counts every `interval`, and once more at shutdown.
     static func flushing(_ buffer: TouchBuffer, to database: Database, every interval: Duration, logger: Logger) -> PeriodicService {
         let flush: @Sendable () async -> Void = {
-            let times = buffer.drain()
-            guard !times.isEmpty else { return }
+            let batch = buffer.drain()
+            guard !batch.isEmpty else { return }
             do {
-                try await database.touchInstances(times)
+                try await database.touchInstances(batch.times, usage: batch.usage)
             } catch {
                 // Keep them for the next round rather than drop them.
-                buffer.restore(times)
+                buffer.restore(batch)
                 logger.debug("could not record validation times", metadata: ["error": "\(error)"])
             }
         }

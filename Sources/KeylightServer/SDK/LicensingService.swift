@@ -97,7 +97,12 @@ final class LicensingService: Sendable {
                 metrics.recordActivation("limit_reached")
                 throw APIError.activationLimitReached
             case .activated(let instanceId, let grant), .existing(let instanceId, let grant):
-                if case .activated = outcome { metrics.recordActivation("activated") } else { metrics.recordActivation("existing") }
+                if case .activated = outcome {
+                    metrics.recordActivation("activated")
+                    touches.count(activation: true, tenantId: product.tenantId, productId: product.id, at: now)
+                } else {
+                    metrics.recordActivation("existing")
+                }
                 return ActivateResponse(instanceId: instanceId, licenseExpiresAt: grant.expiresAt, lease: try lease(for: grant, instanceId: instanceId, now: now))
             }
         }
@@ -129,6 +134,7 @@ final class LicensingService: Sendable {
         }
         let lease = try lease(for: grant, instanceId: instanceId, now: now)
         touches.record(instanceId: instanceId, at: now)
+        touches.count(activation: false, tenantId: product.tenantId, productId: product.id, at: now)
         metrics.recordValidation(lease.status == .active ? "valid" : lease.status.rawValue)
         return ValidateResponse(valid: lease.status != .expired, licenseExpiresAt: grant.expiresAt, lease: lease, config: try config(for: product, now: now))
     }

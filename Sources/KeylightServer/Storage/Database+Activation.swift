@@ -148,14 +148,23 @@ extension Database {
         }
     }
 
-    /// Records validation times, many at once (the write-behind flush).
-    func touchInstances(_ times: [String: Int64]) async throws {
-        guard !times.isEmpty else { return }
+    /// Records validation times and adds usage counts, many at once (the write-behind flush).
+    func touchInstances(_ times: [String: Int64], usage: [UsageDay: UsageCount] = [:]) async throws {
+        guard !times.isEmpty || !usage.isEmpty else { return }
         try await write { db in
             for (id, at) in times {
                 try await db.raw("""
                     UPDATE instances SET last_validated_at = \(bind: at)
                     WHERE id = \(bind: id) AND (last_validated_at IS NULL OR last_validated_at < \(bind: at))
+                    """).run()
+            }
+            for (key, count) in usage {
+                try await db.raw("""
+                    INSERT INTO usage_daily (tenant_id, product_id, day, activations, validations)
+                    VALUES (\(bind: key.tenantId), \(bind: key.productId), \(bind: key.day), \(bind: count.activations), \(bind: count.validations))
+                    ON CONFLICT (tenant_id, product_id, day) DO UPDATE SET
+                        activations = usage_daily.activations + excluded.activations,
+                        validations = usage_daily.validations + excluded.validations
                     """).run()
             }
         }

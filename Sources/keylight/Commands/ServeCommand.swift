@@ -65,6 +65,9 @@ struct ServeCommand: AsyncParsableCommand {
     @Option(help: "Stripe's API base URL (also KEYLIGHT_STRIPE_API_BASE); point it at a test server that speaks Stripe's wire format.")
     var stripeAPIBase: String?
 
+    @Option(help: "The server's public URL (e.g. https://licenses.example.com): used in the dashboard's Swift snippet; https makes dashboard cookies Secure. Also KEYLIGHT_PUBLIC_URL.")
+    var publicURL: String?
+
     @Option(help: "Seconds between checks for due outbound webhook deliveries.")
     var webhookPollInterval = 2
 
@@ -90,6 +93,13 @@ struct ServeCommand: AsyncParsableCommand {
         configuration.poolSize = poolSize
         configuration.keyRefreshInterval = .seconds(max(1, keyRefreshInterval))
         configuration.webhookPollInterval = .seconds(max(1, webhookPollInterval))
+        if let url = publicURL ?? environment["KEYLIGHT_PUBLIC_URL"].flatMap({ $0.isEmpty ? nil : $0 }) {
+            guard let parsed = URL(string: url), parsed.scheme == "https" || parsed.scheme == "http", parsed.host != nil else {
+                Standard.error("keylight: error: --public-url must be an http(s) URL")
+                throw ExitCode(64)
+            }
+            configuration.publicURL = url.hasSuffix("/") ? String(url.dropLast()) : url
+        }
         if let base = stripeAPIBase ?? environment["KEYLIGHT_STRIPE_API_BASE"].flatMap({ $0.isEmpty ? nil : $0 }) {
             guard let url = URL(string: base), url.scheme == "https" || url.scheme == "http", url.host != nil else {
                 Standard.error("keylight: error: --stripe-api-base must be an http(s) URL")

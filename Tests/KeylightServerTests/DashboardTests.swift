@@ -1,0 +1,388 @@
+import Crypto
+import Foundation
+import HTTPTypes
+import KeylightCore
+@testable import KeylightServer
+import SQLKit
+import Testing
+
+/// The dashboard's pages and forms through the router: sign-in, sessions, CSRF, throttling,
+/// every page and every form, and that each change goes through the admin services.
+@Suite struct DashboardTests {
+    static let email = "dev@example.com"
+    static let password = "correct horse battery"
+
+    static func user(_ client: Client) async throws {
+        var accounts = DashboardAccounts(database: client.database, clock: client.clock)
+        accounts.cost = 4
+        _ = try await accounts.createUser(email: email, password: password)
+    }
+
+    /// A signed-in browser on a server with tenant acme, product app and one license.
+    static func signedIn(_ client: Client) async throws -> (DashboardBrowser, Seed) {
+        let seed = try await client.seed()
+        try await user(client)
+        let browser = DashboardBrowser(client)
+        let reply = try await browser.signIn(email, password)
+        #expect(reply.status == .seeOther && reply.location == "/dashboard", "\(reply.status) \(reply.text.prefix(300))")
+        return (browser, seed)
+    }
+
+    static func auditActions(_ client: Client) async throws -> [String] {
+        try await client.database.auditLog(limit: 500).map(\.action)
+    }
+
+    @Test func pagesRedirectToSignInAndFormsChangeNothingWhenSignedOut() async throws {
+        try await Harness().run { client in
+            let seed = try await client.seed()
+            let license = "/dashboard/t/acme/p/app/licenses/\(seed.licenseId)"
+            for path in ["/dashboard", "/dashboard/t/acme", "/dashboard/t/acme/p/app", "/dashboard/t/acme/p/app/licenses?email=a%40b.c",
+                         "/dashboard/t/acme/p/app/licenses.csv", license, "/dashboard/signing-keys", "/dashboard/audit"] {
+                let reply = try await client.request(.get, path)
+                #expect(reply.status == .seeOther, "\(path)")
+                #expect(reply.location == "/dashboard/login?" + FormEncoding.encode([("next", path)]), "\(path): \(reply.location ?? "-")")
+            }
+            let before = try await HostileInputTests.snapshot(client)
+            let audit = try await Self.auditActions(client).count
+            for path in ["/dashboard/tenants", license + "/revoke", "/dashboard/signing-keys/rotate", "/dashboard/t/acme/products"] {
+                let reply = try await client.request(.post, path, headers: [.contentType: "application/x-www-form-urlencoded"], body: "id=x&name=y")
+                #expect(reply.status == .seeOther && reply.location == "/dashboard/login", "\(path)")
+            }
+            #expect(try await HostileInputTests.snapshot(client) == before)
+            #expect(try await Self.auditActions(client).count == audit)
+            // The stylesheet and script are public and static.
+            let css = try await client.request(.get, "/dashboard/static/dashboard.css")
+            #expect(css.status == .ok && css.headers[.contentType]?.hasPrefix("text/css") == true && css.text.contains("--accent"))
+            #expect(try await client.request(.get, "/dashboard/static/dashboard.js").status == .ok)
+        }
+    }
+
+    @Test func signInSessionCookieAndSignOut() async throws {
+        try await Harness().run { client in
+            try await Self.user(client)
+            let browser = DashboardBrowser(client)
+            let login = try await browser.get("/dashboard/login")
+            #expect(login.status == .ok && login.text.contains("<form method=\"post\" action=\"/dashboard/login\">"))
+            #expect(login.headers[.contentSecurityPolicy]?.contains("default-src 'self'") == true)
+            #expect(login.headers[.init("X-Frame-Options")!] == "DENY" && login.headers[.cacheControl] == "no-store")
+            let setCookie = try #require(browser.setCookies.last)
+            #expect(setCookie.hasPrefix("keylight_session=") && setCookie.contains("HttpOnly") && setCookie.contains("SameSite=Lax") && setCookie.contains("Path=/dashboard"))
+            #expect(!setCookie.contains("Secure"))  // served over plain http here
+            let anonymous = try #require(browser.cookies["keylight_session"])
+
+            let wrong = try await browser.post("/dashboard/login", [("email", Self.email), ("password", "not the password")])
+            #expect(wrong.status == .unauthorized && wrong.text.contains("Wrong email or password."))
+            let unknown = try await browser.post("/dashboard/login", [("email", "nobody@example.com"), ("password", Self.password)])
+            #expect(unknown.status == .unauthorized && unknown.text.contains("Wrong email or password."))
+
+            let ok = try await browser.post("/dashboard/login", [("email", "DEV@example.com "), ("password", Self.password), ("next", "/dashboard/audit")])
+            #expect(ok.status == .seeOther && ok.location == "/dashboard/audit")
+            #expect(browser.cookies["keylight_session"] != anonymous)  // a new session id at sign-in
+            let home = try await browser.get("/dashboard")
+            #expect(home.status == .ok && home.text.contains(Self.email) && home.text.contains("Sign out"))
+            #expect(try await client.database.dashboardUser(email: Self.email)?.lastLoginAt == client.clock.unixSeconds)
+            // Sessions live in the database, keyed by a hash of the cookie, never the cookie itself.
+            let stored = try await client.database.sql.raw("SELECT id FROM dashboard_sessions").all(decodingColumn: "id", as: String.self)
+            let cookie = try #require(browser.cookies["keylight_session"])
+            #expect(!stored.isEmpty && !stored.contains(cookie))
+
+            #expect(try await browser.post("/dashboard/logout").location == "/dashboard/login")
+            #expect(try await browser.get("/dashboard").status == .seeOther)
+            // An old cookie replayed after sign-out is worth nothing.
+            let replay = try await client.request(.get, "/dashboard", headers: [.cookie: "keylight_session=\(anonymous)"])
+            #expect(replay.status == .seeOther)
+        }
+    }
+
+    @Test func signInNeedsTheFormsTokenAndOnlyRedirectsWithinTheDashboard() async throws {
+        try await Harness().run { client in
+            try await Self.user(client)
+            let browser = DashboardBrowser(client)
+            _ = try await browser.get("/dashboard/login")
+            let forged = try await browser.post("/dashboard/login", [("email", Self.email), ("password", Self.password)], csrf: "")
+            #expect(forged.status == .forbidden)
+            let wrongToken = try await browser.post("/dashboard/login", [("email", Self.email), ("password", Self.password)], csrf: "x")
+            #expect(wrongToken.status == .forbidden)
+            #expect(try await browser.get("/dashboard").status == .seeOther)
+            for next in ["https://evil.example/", "//evil.example", "/dashboard\\@evil", "javascript:alert(1)"] {
+                let reply = try await DashboardBrowser(client).signIn(Self.email, Self.password, next: next)
+                #expect(reply.location == "/dashboard", "\(next)")
+            }
+        }
+    }
+
+    @Test func accountsLockAfterRepeatedFailuresAndAddressesAreThrottled() async throws {
+        let harness = Harness()
+        try await harness.run { client in
+            try await Self.user(client)
+            let browser = DashboardBrowser(client)
+            _ = try await browser.get("/dashboard/login")
+            for _ in 0..<4 {
+                #expect(try await browser.post("/dashboard/login", [("email", Self.email), ("password", "guess")]).status == .unauthorized)
+            }
+            let fifth = try await browser.post("/dashboard/login", [("email", Self.email), ("password", "guess")])
+            #expect(fifth.status == .tooManyRequests && fifth.text.contains("locked until"))
+            // Locked: even the right password is refused, and says so.
+            let right = try await browser.post("/dashboard/login", [("email", Self.email), ("password", Self.password)])
+            #expect(right.status == .tooManyRequests)
+            #expect(try await client.database.dashboardUser(email: Self.email)?.failedLogins == 5)
+            harness.clock.advance(by: 15 * 60 + 1)
+            #expect(try await browser.post("/dashboard/login", [("email", Self.email), ("password", Self.password)]).status == .seeOther)
+            #expect(try await client.database.dashboardUser(email: Self.email)?.failedLogins == 0)
+        }
+        var limited = Harness()
+        limited.configuration.limits.signIns = RateLimiter.Limit(perMinute: 1, burst: 3)
+        try await limited.run { client in
+            try await Self.user(client)
+            let browser = DashboardBrowser(client)
+            _ = try await browser.get("/dashboard/login")
+            for _ in 0..<3 { _ = try await browser.post("/dashboard/login", [("email", "x@example.com"), ("password", "guess")]) }
+            let throttled = try await browser.post("/dashboard/login", [("email", Self.email), ("password", Self.password)])
+            #expect(throttled.status == .tooManyRequests && throttled.text.contains("Too many sign-in attempts"))
+        }
+    }
+
+    @Test func everyFormRejectsAMissingOrForeignToken() async throws {
+        try await Harness().run { client in
+            let (browser, seed) = try await Self.signedIn(client)
+            let endpoint = try await WebhookTests.register(client, url: "https://hooks.example.com/x")
+            let license = "/dashboard/t/acme/p/app/licenses/\(seed.licenseId)"
+            let kid = client.server.keyRing.current.active.kid
+            let forms: [(String, [(String, String)])] = [
+                ("/dashboard/tenants", [("id", "other"), ("name", "Other")]),
+                ("/dashboard/t/acme/products", [("id", "p2"), ("name", "P2"), ("key_prefix", "PTWO")]),
+                ("/dashboard/t/acme/stripe", [("webhook_secret", "whsec_x")]),
+                ("/dashboard/t/acme/checkout-key", []),
+                ("/dashboard/t/acme/webhooks", [("url", "https://hooks.example.com/y")]),
+                ("/dashboard/t/acme/webhooks/\(endpoint.id)/disable", []),
+                ("/dashboard/t/acme/webhooks/\(endpoint.id)/delete", []),
+                ("/dashboard/t/acme/p/app", [("name", "Renamed"), ("trial_duration_days", "3")]),
+                ("/dashboard/t/acme/p/app/key-types", [("id", "kt2"), ("display_name", "K"), ("activation_limit", "2")]),
+                ("/dashboard/t/acme/p/app/key-types/\(seed.keyType)/stripe", [("stripe_price_id", "price_1")]),
+                ("/dashboard/t/acme/p/app/licenses", [("key_type_id", seed.keyType)]),
+                (license + "/revoke", []), (license + "/suspend", []), (license + "/remint", []),
+                (license + "/instances/i-1/deactivate", []),
+                ("/dashboard/signing-keys/rotate", []),
+                ("/dashboard/signing-keys/\(kid)/retire", []),
+                ("/dashboard/logout", []),
+            ]
+            let before = try await HostileInputTests.snapshot(client)
+            let audit = try await Self.auditActions(client).count
+            for (path, fields) in forms {
+                for token in ["", "forged-token", String(repeating: "a", count: 43)] {
+                    let reply = try await browser.post(path, fields, csrf: token)
+                    #expect(reply.status == .forbidden, "\(path) with token \(token.prefix(8)): \(reply.status)")
+                    #expect(reply.text.contains("nothing was changed"))
+                }
+            }
+            #expect(try await HostileInputTests.snapshot(client) == before)
+            #expect(try await Self.auditActions(client).count == audit)
+            #expect(try await client.database.product(tenantId: "acme", id: "app")?.name == "App")
+            #expect(try await browser.get("/dashboard").status == .ok)  // still signed in: logout needs the token too
+        }
+    }
+
+    @Test func catalogPagesAndForms() async throws {
+        try await Harness().run { client in
+            _ = try await client.seed()
+            try await Self.user(client)
+            let browser = DashboardBrowser(client)
+            try await browser.signIn(Self.email, Self.password)
+
+            #expect(try await browser.post("/dashboard/tenants", [("id", "north"), ("name", "North & Co")]).location == "/dashboard/t/north")
+            let tenant = try await browser.get("/dashboard/t/north")
+            #expect(tenant.status == .ok && tenant.text.contains("Tenant North &amp; Co created."))
+            #expect(!(try await browser.get("/dashboard/t/north")).text.contains("created."))  // a flash shows once
+            let duplicate = try await browser.post("/dashboard/tenants", [("id", "north"), ("name", "Again")])
+            #expect(duplicate.location == "/dashboard")
+            #expect(try await browser.get("/dashboard").text.contains("Tenant north already exists."))
+
+            // A product: its SDK key is shown on the creation page only, with a snippet that works.
+            let created = try await browser.post("/dashboard/t/north/products", [
+                ("id", "notes"), ("name", "Notes"), ("key_prefix", "note"), ("trial_duration_days", "21"), ("free_tier_enabled", "on"),
+            ])
+            #expect(created.status == .ok)
+            let sdkKey = try #require(created.text.firstMatch(of: /kl_sdk_[A-Za-z0-9_-]+/).map { String($0.output) })
+            let product = try #require(try await client.database.product(tenantId: "north", id: "notes"))
+            #expect(product.keyPrefix == "NOTE" && product.trialDurationDays == 21 && product.freeTierEnabled)
+            #expect(product.sdkKeyHash == Hex.encode(SHA256Digest(sdkKey)))
+            let kid = client.server.keyRing.current.active.kid
+            #expect(created.text.contains("tenantId: &quot;north&quot;, productId: &quot;notes&quot;") && created.text.contains(kid))
+            let page = try await browser.get("/dashboard/t/north/p/notes")
+            #expect(page.status == .ok && !page.text.contains(sdkKey) && page.text.contains("<svg class=\"chart statuses\""))
+            let bad = try await browser.post("/dashboard/t/north/products", [("id", "Bad Id"), ("name", "x"), ("key_prefix", "ABCD")])
+            #expect(bad.location == "/dashboard/t/north")
+            #expect(try await browser.get("/dashboard/t/north").text.contains("must match"))
+
+            // Edit the product; create key types; set a Stripe price.
+            #expect(try await browser.post("/dashboard/t/north/p/notes", [("name", "Notes Pro"), ("trial_duration_days", "7")]).status == .seeOther)
+            let edited = try #require(try await client.database.product(tenantId: "north", id: "notes"))
+            #expect(edited.name == "Notes Pro" && edited.trialDurationDays == 7 && !edited.freeTierEnabled)  // unticked box = off
+            _ = try await browser.post("/dashboard/t/north/p/notes/key-types", [
+                ("id", "team"), ("display_name", "Team"), ("activation_limit", "5"), ("duration_days", "365"),
+                ("entitlements", "pro, sync"), ("lease_ttl_days", "3"), ("fallback_access", "on"), ("stripe_price_id", "price_team"),
+            ])
+            let keyType = try #require(try await client.database.keyType(tenantId: "north", productId: "notes", id: "team"))
+            #expect(keyType.activationLimit == 5 && keyType.durationDays == 365 && keyType.fallbackAccess && keyType.entitlementCodes == ["pro", "sync"])
+            #expect(keyType.leaseTtlSeconds == 3 * 86_400 && keyType.stripePriceId == "price_team")
+            _ = try await browser.post("/dashboard/t/north/p/notes/key-types/team/stripe", [("stripe_price_id", "price_yearly"), ("stripe_mode", "subscription")])
+            let priced = try #require(try await client.database.keyType(tenantId: "north", productId: "notes", id: "team"))
+            #expect(priced.stripePriceId == "price_yearly" && priced.stripeMode == "subscription")
+            let productPage = try await browser.get("/dashboard/t/north/p/notes")
+            #expect(productPage.text.contains("Team") && productPage.text.contains("365 days") && productPage.text.contains("value=\"price_yearly\""))
+
+            // Stripe settings, the checkout key (once) and a webhook endpoint (secret once).
+            #expect(try await browser.post("/dashboard/t/north/stripe", [("webhook_secret", "whsec_abc"), ("secret_key", "sk_test_abc")]).status == .seeOther)
+            let stripe = try #require(try await client.database.stripeSettings(tenantId: "north"))
+            #expect(stripe.sealedSecretKey != nil && !stripe.sealedWebhookSecret.contains("whsec_abc"))
+            let tenantPage = try await browser.get("/dashboard/t/north")
+            #expect(tenantPage.text.contains("with a secret key") && !tenantPage.text.contains("whsec_abc") && !tenantPage.text.contains("sk_test_abc"))
+            let keyPage = try await browser.post("/dashboard/t/north/checkout-key")
+            let checkoutKey = try #require(keyPage.text.firstMatch(of: /kl_checkout_[A-Za-z0-9_-]+/).map { String($0.output) })
+            #expect(!(try await browser.get("/dashboard/t/north")).text.contains(checkoutKey))
+            let hookPage = try await browser.post("/dashboard/t/north/webhooks", [("url", "https://hooks.example.com/k"), ("events", "license.created"), ("events", "license.revoked")])
+            #expect(hookPage.text.contains("whsec_"))
+            let endpoints = try await client.database.webhookEndpoints(tenantId: "north")
+            #expect(endpoints.count == 1 && endpoints[0].eventTypes == [.licenseCreated, .licenseRevoked])
+            _ = try await browser.post("/dashboard/t/north/webhooks/\(endpoints[0].id)/disable")
+            #expect(try await client.database.webhookEndpoint(tenantId: "north", id: endpoints[0].id)?.enabled == false)
+            _ = try await browser.post("/dashboard/t/north/webhooks/\(endpoints[0].id)/delete")
+            #expect(try await client.database.webhookEndpoints(tenantId: "north").isEmpty)
+
+            // Every change above is in the audit log under the user's name.
+            let entries = try await client.database.auditLog(tenantId: "north", limit: 100)
+            #expect(Set(entries.map(\.actor)) == ["user:\(Self.email)"])
+            #expect(Set(entries.map(\.action)).isSuperset(of: [
+                "tenant.create", "product.create", "product.update", "key_type.create", "key_type.update", "stripe.configure",
+                "checkout_key.rotate", "webhook_endpoint.create", "webhook_endpoint.disable", "webhook_endpoint.delete",
+            ]))
+            #expect(try await browser.get("/dashboard/t/nowhere").status == .notFound)
+            #expect(try await browser.get("/dashboard/t/north/p/nothing").status == .notFound)
+        }
+    }
+
+    @Test func licensePagesSearchActionsAndCSV() async throws {
+        try await Harness().run { client in
+            let (browser, seed) = try await Self.signedIn(client)
+            // Mint through the form: the raw key is on that page only.
+            let minted = try await browser.post("/dashboard/t/acme/p/app/licenses", [("key_type_id", seed.keyType), ("customer_email", "Ada@Example.com")])
+            #expect(minted.status == .ok)
+            let key = try #require(minted.text.firstMatch(of: /ACME(?:-[0-9A-Z]{4}){4}/).map { String($0.output) })
+            let license = try #require(try await client.database.license(keyHash: try LicenseKey(key).keyHash))
+            #expect(license.customerEmail == "ada@example.com")
+            let page = "/dashboard/t/acme/p/app/licenses/\(license.id)"
+            #expect(!(try await browser.get(page)).text.contains(key))
+            #expect((try await browser.get(page)).text.contains(license.maskedKey))
+
+            // Search by email, key suffix and status; paginate.
+            for _ in 0..<55 { _ = try await client.mint(seed) }
+            let byEmail = try await browser.get("/dashboard/t/acme/p/app/licenses?email=ada%40example.com")
+            #expect(byEmail.text.contains(license.maskedKey) && byEmail.text.components(separatedBy: "<tr><td><a href").count == 2)
+            let suffix = String(key.suffix(4))
+            #expect(try await browser.get("/dashboard/t/acme/p/app/licenses?key_suffix=\(suffix.lowercased())").text.contains(license.maskedKey))
+            let all = try await browser.get("/dashboard/t/acme/p/app/licenses")
+            #expect(all.text.components(separatedBy: "<tr><td><a href").count == 51)
+            let next = try #require(all.text.firstMatch(of: /href="([^"]*cursor=[^"]*)"/).map { String($0.output.1) })
+            let second = try await browser.get(next.replacingOccurrences(of: "&amp;", with: "&"))
+            #expect(second.status == .ok && second.text.components(separatedBy: "<tr><td><a href").count == 8)  // 57 licenses in all
+            #expect(try await browser.get("/dashboard/t/acme/p/app/licenses?status=bogus").status == .badRequest)
+
+            // Revoke, see it in the list's status filter and the audit log; suspend/reinstate; remint.
+            #expect(try await browser.post(page + "/revoke").location == page)
+            #expect(try await client.database.license(tenantId: "acme", productId: "app", id: license.id)?.status == .revoked)
+            #expect((try await browser.get(page)).text.contains("License revoked."))
+            #expect(try await browser.get("/dashboard/t/acme/p/app/licenses?status=revoked").text.contains(license.maskedKey))
+            let audit = try await browser.get("/dashboard/audit")
+            #expect(audit.text.contains("license.revoke") && audit.text.contains("user:\(Self.email)"))
+            _ = try await browser.post(page + "/reinstate")
+            _ = try await browser.post(page + "/suspend")
+            #expect(try await client.database.license(tenantId: "acme", productId: "app", id: license.id)?.status == .suspended)
+            _ = try await browser.post(page + "/reinstate")
+            let reminted = try await browser.post(page + "/remint")
+            let newKey = try #require(reminted.text.firstMatch(of: /ACME(?:-[0-9A-Z]{4}){4}/).map { String($0.output) })
+            #expect(newKey != key && reminted.text.contains("the old key no longer works"))
+
+            // A device: activated over the SDK, listed with its last-seen time, deactivated here.
+            let activation = try await client.activate(seed, key: newKey, machine: "m-9", name: "Ada's Mac")
+            let instance = try #require(activation["instance_id"] as? String)
+            let detail = try await browser.get(page)
+            #expect(detail.text.contains("Ada&#39;s Mac") && detail.text.contains("Devices (1 active)"))
+            #expect(try await browser.post(page + "/instances/\(instance)/deactivate").location == page)
+            #expect(try await client.database.instance(id: instance)?.active == false)
+            #expect(try await browser.post(page + "/instances/nope/deactivate").status == .notFound)
+
+            // CSV: every license, masked, with formula-looking cells defused.
+            _ = try await client.admin(.post, "/tenants/acme/products/app/licenses", ["key_type_id": seed.keyType, "customer_email": "=cmd@example.com"])
+            let csv = try await browser.get("/dashboard/t/acme/p/app/licenses.csv")
+            #expect(csv.status == .ok && csv.headers[.contentType]?.hasPrefix("text/csv") == true)
+            #expect(csv.headers[.contentDisposition]?.contains("acme-app-licenses.csv") == true)
+            let lines = csv.text.split(separator: "\r\n")
+            #expect(lines.first == "id,masked_key,status,expired,customer_email,key_type_id,expires_at,active_instances,created_at")
+            #expect(lines.count == 1 + 58)
+            let current = try #require(try await client.database.license(tenantId: "acme", productId: "app", id: license.id))
+            #expect(current.maskedKey != license.maskedKey)  // reminted
+            #expect(!csv.text.contains(newKey) && !csv.text.contains(key) && csv.text.contains(current.maskedKey))
+            #expect(csv.text.contains(",'=cmd@example.com,"))
+            let filtered = try await browser.get("/dashboard/t/acme/p/app/licenses.csv?email=ada%40example.com")
+            #expect(filtered.text.split(separator: "\r\n").count == 2)
+        }
+    }
+
+    @Test func signingKeysAuditAndCharts() async throws {
+        try await Harness().run { client in
+            let (browser, seed) = try await Self.signedIn(client)
+            let first = client.server.keyRing.current.active.kid
+            #expect(try await browser.get("/dashboard/signing-keys").text.contains(first))
+            _ = try await browser.post("/dashboard/signing-keys/rotate")
+            let second = client.server.keyRing.current.active.kid
+            #expect(second != first)
+            let keys = try await browser.get("/dashboard/signing-keys")
+            #expect(keys.text.contains("is active") && keys.text.contains("/dashboard/signing-keys/\(first)/retire"))
+            _ = try await browser.post("/dashboard/signing-keys/\(first)/retire")
+            #expect(!client.server.keyRing.current.keyset.keys.keys.contains(first))
+            _ = try await browser.post("/dashboard/signing-keys/\(second)/retire")
+            #expect(try await browser.get("/dashboard/signing-keys").text.contains("rotate first"))
+
+            // Two activations and three validations today, one activation yesterday: the charts count them.
+            client.clock.advance(by: -86_400)
+            let yesterday = try #require(try await client.activate(seed, machine: "y")["instance_id"] as? String)
+            client.clock.advance(by: 86_400)
+            let instance = try #require(try await client.activate(seed, machine: "a")["instance_id"] as? String)
+            _ = try await client.activate(seed, machine: "b")
+            for _ in 0..<3 { #expect(try await client.validate(seed, instance: instance).status == .ok) }
+            _ = yesterday
+            try await Task.sleep(for: .milliseconds(300))  // the write-behind flush runs every 50 ms in tests
+            let today = client.clock.unixSeconds.flooringDivided(by: 86_400)
+            let usage = try await client.database.usage(tenantId: "acme", productId: "app", lastDay: today, days: 30)
+            #expect(usage.count == 30 && usage.last?.count == UsageCount(activations: 2, validations: 3) && usage[28].count.activations == 1)
+            let home = try await browser.get("/dashboard")
+            #expect(home.text.contains("Activations per day: 3 in 30 days") && home.text.contains("Validations per day: 3 in 30 days"))
+            #expect(home.text.contains("<title>\(DashboardFormat.shortDay(today)): 2</title>"))
+            #expect(home.text.contains("Licenses: 1 active, 0 expired, 0 suspended, 0 revoked"))
+
+            let audit = try await browser.get("/dashboard/audit")
+            #expect(audit.text.contains("signing_key.rotate") || audit.text.contains("signing_key.create"))
+            #expect(audit.text.contains("signing_key.retire"))
+            #expect(try await browser.get("/dashboard/audit?cursor=abc").status == .badRequest)
+        }
+    }
+
+    @Test func chartsAndCSVFieldsAreSafe() {
+        #expect(SVGChart.niceCeiling(0) == 0 && SVGChart.niceCeiling(1) == 1 && SVGChart.niceCeiling(3) == 5 && SVGChart.niceCeiling(11) == 20 && SVGChart.niceCeiling(500) == 500 && SVGChart.niceCeiling(501) == 1_000)
+        let svg = SVGChart.bars(title: "<script>", values: [0, 4, 2], labels: ["a&b", "b", "c"], cssClass: "x")
+        #expect(!svg.contains("<script>") && svg.contains("&lt;script&gt;") && svg.contains("a&amp;b"))
+        #expect(svg.components(separatedBy: "<rect class=\"bar\"").count == 4)
+        #expect(svg.contains("height=\"99.2\"") && svg.contains(">5</text>"))  // the axis tops at 5 for a peak of 4: 4/5 of 124 px
+        #expect(DashboardFormat.csvField("plain") == "plain")
+        #expect(DashboardFormat.csvField("a,b") == "\"a,b\"")
+        #expect(DashboardFormat.csvField("say \"hi\"") == "\"say \"\"hi\"\"\"")
+        #expect(DashboardFormat.csvField("=HYPERLINK(1)") == "'=HYPERLINK(1)")
+        #expect(DashboardFormat.csvField("+1") == "'+1" && DashboardFormat.csvField("@x") == "'@x")
+        #expect(Int64(-1).flooringDivided(by: 86_400) == -1 && Int64(86_399).flooringDivided(by: 86_400) == 0)
+    }
+}
+
+/// SHA-256 of a string as bytes, for comparing stored hashes.
+func SHA256Digest(_ text: String) -> [UInt8] {
+    Array(Crypto.SHA256.hash(data: Data(text.utf8)))
+}

@@ -1,0 +1,56 @@
+import Foundation
+import Testing
+
+/// `keylight admin create-user` / `list-users`, and the dashboard in a real browser.
+@Suite struct DashboardCommandTests {
+    @Test func createUserHashesThePasswordAndRefusesBadInput() throws {
+        let database = try temporaryDirectory().appendingPathComponent("users.sqlite").path
+        let created = try CLI.run(["admin", "create-user", "--db", database, "--email", "Dev@Example.com"], stdin: Data("a long enough password\n".utf8))
+        #expect(created.status == 0 && created.stdout.contains("created dashboard user dev@example.com"), "\(created.stderr)")
+        let again = try CLI.run(["admin", "create-user", "--db", database, "--email", "dev@example.com"], stdin: Data("another long password\n".utf8))
+        #expect(again.status == 2 && again.stderr.contains("already exists"))
+        let updated = try CLI.run(["admin", "create-user", "--db", database, "--email", "dev@example.com", "--update"], stdin: Data("another long password\n".utf8))
+        #expect(updated.status == 0 && updated.stdout.contains("password set for dev@example.com"))
+        let short = try CLI.run(["admin", "create-user", "--db", database, "--email", "x@example.com"], stdin: Data("short\n".utf8))
+        #expect(short.status == 2 && short.stderr.contains("at least 12"))
+        let noPassword = try CLI.run(["admin", "create-user", "--db", database, "--email", "x@example.com"], stdin: Data())
+        #expect(noPassword.status == 2 && noPassword.stderr.contains("no password"))
+        let badEmail = try CLI.run(["admin", "create-user", "--db", database, "--email", "not-an-email"], stdin: Data("a long enough password\n".utf8))
+        #expect(badEmail.status == 2)
+        let list = try CLI.run(["admin", "list-users", "--db", database])
+        #expect(list.status == 0 && list.stdout.split(separator: "\n").count == 1 && list.stdout.hasPrefix("dev@example.com"))
+        // The password itself is nowhere in the database file.
+        let bytes = try Data(contentsOf: URL(fileURLWithPath: database))
+        #expect(bytes.range(of: Data("another long password".utf8)) == nil && bytes.range(of: Data("$2b$12$".utf8)) != nil)
+    }
+
+    /// Set by `.ci/run`, which installs Chromium, chromedriver and selenium.
+    static var browserTestsEnabled: Bool { ProcessInfo.processInfo.environment["KEYLIGHT_BROWSER_TESTS"] == "1" }
+
+    @Test(.enabled(if: browserTestsEnabled, "needs Chromium + selenium: run through .ci/run or set KEYLIGHT_BROWSER_TESTS=1"))
+    func theDashboardInAHeadlessBrowser() async throws {
+        let database = try temporaryDirectory().appendingPathComponent("browser.sqlite").path
+        let password = "browser test password"
+        let user = try CLI.run(["admin", "create-user", "--db", database, "--email", "dev@example.com"], stdin: Data((password + "\n").utf8))
+        #expect(user.status == 0)
+        let server = try await ServerProcess(database: database, environment: ["KEYLIGHT_ADMIN_TOKEN": "browser-test-token"])
+        let script = CLI.packageRoot.appendingPathComponent("Tests/Browser/dashboard_flow.py")
+        let process = Process()
+        process.executableURL = URL(fileURLWithPath: "/usr/bin/env")
+        process.arguments = ["python3", script.path]
+        var environment = ProcessInfo.processInfo.environment
+        environment["KEYLIGHT_URL"] = "http://127.0.0.1:\(server.port)"
+        environment["KEYLIGHT_EMAIL"] = "dev@example.com"
+        environment["KEYLIGHT_PASSWORD"] = password
+        process.environment = environment
+        let output = Pipe()
+        process.standardOutput = output
+        process.standardError = output
+        try process.run()
+        let text = String(decoding: output.fileHandleForReading.readDataToEndOfFile(), as: UTF8.self)
+        process.waitUntilExit()
+        _ = await server.terminate()
+        #expect(process.terminationStatus == 0, "\(text)")
+        #expect(text.contains("ok: the audit log shows the revocation by this user"), "\(text)")
+    }
+}
