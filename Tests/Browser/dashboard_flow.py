@@ -10,6 +10,7 @@ revoke it, and see the revocation in the audit log. Exits non-zero on the first 
 import json
 import os
 import re
+import signal
 import urllib.request
 import sys
 import time
@@ -34,7 +35,10 @@ def browser():
     if os.path.exists(binary):
         options.binary_location = binary
     driver_path = os.environ.get("CHROMEDRIVER", "/usr/bin/chromedriver")
-    return webdriver.Chrome(service=Service(executable_path=driver_path), options=options)
+    driver = webdriver.Chrome(service=Service(executable_path=driver_path), options=options)
+    driver.set_page_load_timeout(30)
+    driver.set_script_timeout(30)
+    return driver
 
 
 def check(condition, message, timeout=10.0):
@@ -91,6 +95,9 @@ def form(driver, action_suffix):
 
 
 def main():
+    # The whole flow takes a few seconds; a wedged browser fails the run instead of stalling it.
+    signal.signal(signal.SIGALRM, lambda *_: (print("FAILED: timed out", file=sys.stderr), os._exit(2)))
+    signal.alarm(180)
     driver = browser()
     try:
         # Signed out: the dashboard sends us to the sign-in page.

@@ -64,11 +64,25 @@ public final class RecordingServer: Sendable {
             onServerRunning: { channel in continuation.yield(channel.localAddress?.port ?? 0) },
             logger: logger
         )
-        let running = Task { try await app.run() }
+        let running = Task {
+            // However the server ends, the wait for its port below ends too.
+            defer { continuation.finish() }
+            try await app.run()
+        }
         var port = 0
         for await value in stream { port = value; break }
+        guard port != 0 else {
+            running.cancel()
+            throw StartError(reason: String(describing: await running.result))
+        }
         self.port = port
         task.withLockedValue { $0 = running }
+    }
+
+    /// The server stopped before it listened.
+    public struct StartError: Error, CustomStringConvertible {
+        public var reason: String
+        public var description: String { "the recording server did not start: \(reason)" }
     }
 
     public var url: String { "http://127.0.0.1:\(port)" }

@@ -47,8 +47,14 @@ import Testing
         process.standardOutput = output
         process.standardError = output
         try process.run()
+        // A browser that hangs must fail the test, not stall the run.
+        let watchdog = Task {
+            try await Task.sleep(for: .seconds(240))
+            if process.isRunning { process.terminate() }
+        }
         let text = String(decoding: output.fileHandleForReading.readDataToEndOfFile(), as: UTF8.self)
         process.waitUntilExit()
+        watchdog.cancel()
         _ = await server.terminate()
         #expect(process.terminationStatus == 0, "\(text)")
         #expect(text.contains("ok: the audit log shows the revocation by this user"), "\(text)")
