@@ -7,6 +7,7 @@ let package = Package(
     products: [
         .library(name: "KeylightCore", targets: ["KeylightCore"]),
         .library(name: "Keylight", targets: ["Keylight"]),
+        .library(name: "KeylightTrust", targets: ["KeylightTrust"]),
         .library(name: "KeylightServer", targets: ["KeylightServer"]),
         .executable(name: "keylight", targets: ["keylight"]),
         .executable(name: "keylight-bench", targets: ["keylight-bench"]),
@@ -41,9 +42,15 @@ let package = Package(
             dependencies: ["KeylightCore", .product(name: "Crypto", package: "swift-crypto")]
         ),
         .target(
+            // Device-to-device trust for apps: pairing by QR invitation, QR encoder. No server code.
+            name: "KeylightTrust",
+            dependencies: ["KeylightCore", "Keylight", .product(name: "Crypto", package: "swift-crypto")]
+        ),
+        .target(
             name: "KeylightServer",
             dependencies: [
                 "KeylightCore",
+                "KeylightTrust",
                 .product(name: "Crypto", package: "swift-crypto"),
                 .product(name: "Hummingbird", package: "hummingbird"),
                 .product(name: "HTTPTypes", package: "swift-http-types"),
@@ -71,6 +78,7 @@ let package = Package(
                 "KeylightCore",
                 "KeylightServer",
                 "Keylight",
+                "KeylightTrust",
                 .product(name: "Logging", package: "swift-log"),
                 .product(name: "ArgumentParser", package: "swift-argument-parser"),
             ]
@@ -101,6 +109,10 @@ let package = Package(
         .testTarget(
             name: "KeylightCoreTests",
             dependencies: ["KeylightCore", .product(name: "Crypto", package: "swift-crypto")]
+        ),
+        .testTarget(
+            name: "KeylightTrustTests",
+            dependencies: ["KeylightTrust", "KeylightCore", "Keylight", .product(name: "Crypto", package: "swift-crypto")]
         ),
         .testTarget(
             name: "KeylightTests",

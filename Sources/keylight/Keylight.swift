@@ -6,6 +6,6 @@ struct Keylight: AsyncParsableCommand {
     static let configuration = CommandConfiguration(
         commandName: "keylight",
         abstract: "Self-hosted licensing for Swift apps.",
-        subcommands: [ServeCommand.self, MigrateCommand.self, AdminCommand.self, ClientCommand.self, KeysCommand.self, LeaseCommand.self, LicenseKeyCommand.self]
+        subcommands: [ServeCommand.self, MigrateCommand.self, AdminCommand.self, TrustCommand.self, ClientCommand.self, KeysCommand.self, LeaseCommand.self, LicenseKeyCommand.self]
     )
 }

@@ -268,6 +268,7 @@ import Testing
             let minted = try await browser.post("/dashboard/t/acme/p/app/licenses", [("key_type_id", seed.keyType), ("customer_email", "Ada@Example.com")])
             #expect(minted.status == .ok)
             let key = try #require(minted.text.firstMatch(of: /ACME(?:-[0-9A-Z]{4}){4}/).map { String($0.output) })
+            #expect(minted.text.contains("<div class=\"qr\"") && minted.text.contains("aria-label=\"QR code\""))  // the key for a phone camera
             let license = try #require(try await client.database.license(keyHash: try LicenseKey(key).keyHash))
             #expect(license.customerEmail == "ada@example.com")
             let page = "/dashboard/t/acme/p/app/licenses/\(license.id)"

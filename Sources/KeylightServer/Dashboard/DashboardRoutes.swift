@@ -3,6 +3,7 @@ import HTTPTypes
 import Hummingbird
 import HummingbirdAuth
 import KeylightCore
+import KeylightTrust
 import Logging
 import NIOCore
 
@@ -20,6 +21,8 @@ struct DashboardRoutes: Sendable {
     /// Cookies carry `Secure` (the dashboard is served over TLS).
     let secureCookies: Bool
     let logger: Logger
+    /// Draws license keys as QR codes; made once, used for every page.
+    let qr = QRRenderer(quietZone: 4, darkColor: "#111827")
     static let sessionLifetime: Duration = .seconds(8 * 3_600)
     static let maxFormBytes = 64 * 1024
 
@@ -400,7 +403,7 @@ struct DashboardRoutes: Sendable {
                 InstanceRow(id: $0.id, name: $0.name, active: $0.active, activated: DashboardFormat.time($0.activatedAt),
                             lastSeen: DashboardFormat.time($0.lastValidatedAt), deactivated: $0.deactivatedAt.map(DashboardFormat.time))
             },
-            newKey: newKey, canRevoke: license.status != .revoked, canSuspend: license.status == .active, canReinstate: license.status != .active
+            newKey: newKey, newKeyQR: try newKey.map { qr.svg(try QRCode(text: $0, errorCorrection: .medium)) }, canRevoke: license.status != .revoked, canSuspend: license.status == .active, canReinstate: license.status != .active
         )
     }
 

@@ -196,6 +196,8 @@ struct LicenseView: Sendable {
     var instances: [InstanceRow]
     /// The raw key, right after minting or reminting only.
     var newKey: String?
+    /// The same key as an inline SVG QR code (for a phone camera).
+    var newKeyQR: String?
     var canRevoke: Bool
     var canSuspend: Bool
     var canReinstate: Bool
