@@ -1,6 +1,7 @@
 import AsyncHTTPClient
 import Foundation
 import KeylightCore
+import NIOConcurrencyHelpers
 import NIOCore
 import NIOHTTP1
 import Testing
@@ -53,12 +54,17 @@ import Testing
         let licenseId = try #require(license.body["id"] as? String)
 
         // Activations in flight while SIGTERM arrives: every one answered 200 must be on disk.
+        // SIGTERM goes out when the tenth answer arrives (not at a fixed task index: tasks start in
+        // any order, and a signal before the first request would test nothing).
+        let answered = NIOLockedValueBox(0)
         let results = try await withThrowingTaskGroup(of: String?.self) { group in
             for index in 0..<150 {
                 group.addTask {
-                    if index == 40 { _ = kill(server.process.processIdentifier, SIGTERM) }
                     let reply = try? await server.request(.POST, "/acme/app/activate", headers: [("X-Keylight-SDK-Key", sdkKey)],
                                                           json: #"{"license_key":"\#(key)","instance_name":"n","machine_hash":"m\#(index)"}"#, timeout: .seconds(3), using: http)
+                    if reply?.status == 200, answered.withLockedValue({ $0 += 1; return $0 }) == 10 {
+                        _ = kill(server.process.processIdentifier, SIGTERM)
+                    }
                     return reply?.status == 200 ? reply?.body["instance_id"] as? String : nil
                 }
             }

@@ -18,7 +18,7 @@ struct TrustCommand: AsyncParsableCommand {
 
 /// Where this device's identity and trust store live, and what it is called.
 struct TrustOptions: ParsableArguments {
-    @Option(help: "Directory of the encrypted trust store (default: ~/.local/share/keylight/trust).")
+    @Option(help: "Directory of an encrypted trust store (default: the Keychain on macOS, ~/.local/share/keylight/trust elsewhere).")
     var store: String?
 
     @Option(help: "This device's name, shown to the devices it pairs with.")
@@ -28,8 +28,7 @@ struct TrustOptions: ParsableArguments {
     var scheme: String = "keylight"
 
     func node() throws -> TrustNode {
-        let directory = store.map { URL(fileURLWithPath: $0) } ?? EncryptedFileStore.defaultDirectory(name: "trust")
-        let secureStore = EncryptedFileStore(directory: directory)
+        let secureStore: any SecureStore = store.map { EncryptedFileStore(directory: URL(fileURLWithPath: $0)) } ?? TrustStorage.platformDefault(service: "trust")
         return TrustNode(identity: try DeviceIdentity.loadOrCreate(in: secureStore, name: name), store: TrustStore(store: secureStore))
     }
 
