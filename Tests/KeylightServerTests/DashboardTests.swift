@@ -94,6 +94,20 @@ import Testing
         }
     }
 
+    @Test func behindTLSCookiesAreSecureAndTheSnippetUsesThePublicURL() async throws {
+        var harness = Harness()
+        harness.configuration.publicURL = "https://licenses.example.com"
+        try await harness.run { client in
+            _ = try await client.seed()
+            try await Self.user(client)
+            let browser = DashboardBrowser(client)
+            try await browser.signIn(Self.email, Self.password)
+            #expect(!browser.setCookies.isEmpty && browser.setCookies.allSatisfy { $0.contains("; Secure") || $0.contains("Secure;") })
+            let product = try await browser.get("/dashboard/t/acme/p/app")
+            #expect(product.text.contains("URL(string: &quot;https://licenses.example.com&quot;)"))
+        }
+    }
+
     @Test func signInNeedsTheFormsTokenAndOnlyRedirectsWithinTheDashboard() async throws {
         try await Harness().run { client in
             try await Self.user(client)

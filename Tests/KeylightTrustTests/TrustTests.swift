@@ -224,8 +224,6 @@ extension Result where Failure == any Error {
         let phone = try TestDevice("iPhone")
         let invitation = try mac.invite()
         // The impostor learned the secret (it can accept it) but not the Mac's identity key.
-        var random = SystemRandomNumberGenerator()
-        _ = Invitation(from: impostor.node.identity, now: 1_800_000_000, random: &random)
         try impostor.node.store.remember(issued: invitation, now: 1_800_000_000)
         let (_, paired) = await session(
             server: { try await impostor.node.serve(over: $0) }, client: { try await phone.node.pair(using: invitation, over: $0) },

@@ -11,9 +11,7 @@ struct AdminAuthMiddleware: RouterMiddleware {
     let tokenHash: [UInt8]
 
     func handle(_ request: Request, context: Context, next: (Request, Context) async throws -> Response) async throws -> Response {
-        guard let header = request.headers[.authorization], header.utf8.count <= 512,
-              header.lowercased().hasPrefix("bearer ") else { throw APIError.unauthorized }
-        let token = header.dropFirst("bearer ".count).trimmingCharacters(in: .whitespaces)
+        guard let header = request.headers[.authorization], header.utf8.count <= 512, let token = bearerToken(header) else { throw APIError.unauthorized }
         guard ConstantTime.equals(Array(SHA256.hash(data: Data(token.utf8))), tokenHash) else { throw APIError.unauthorized }
         return try await next(request, context)
     }

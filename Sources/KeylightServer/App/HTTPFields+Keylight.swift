@@ -1,3 +1,4 @@
+import Foundation
 import HTTPTypes
 
 extension HTTPField.Name {
@@ -7,4 +8,10 @@ extension HTTPField.Name {
     static let keylightRequestTime = Self("X-Keylight-Request-Time")!
     static let keylightSignatureKid = Self("X-Keylight-Signature-Kid")!
     static let keylightSignature = Self("X-Keylight-Signature")!
+}
+
+/// The token of an `Authorization: Bearer <token>` header (scheme case-insensitive), or nil.
+func bearerToken(_ header: String) -> String? {
+    guard header.lowercased().hasPrefix("bearer ") else { return nil }
+    return header.dropFirst("bearer ".count).trimmingCharacters(in: .whitespaces)
 }

@@ -557,15 +557,13 @@ struct DashboardRoutes: Sendable {
     /// The page chrome, taking (and clearing) the session's one-time messages.
     private func chrome(_ title: String, _ context: DashboardContext, user: SignedIn? = nil, session: DashboardSession? = nil, section: String = "tenants") -> Chrome {
         let current = session ?? context.sessions.session
-        var chrome = Chrome(title: title, email: user?.email, csrf: user?.csrf ?? current?.csrf ?? "", flash: current?.flash, error: current?.flashError, section: section)
         if current?.flash != nil || current?.flashError != nil {
             context.sessions.withLockedSession { data in
                 data?.flash = nil
                 data?.flashError = nil
             }
-            chrome.flash = current?.flash
         }
-        return chrome
+        return Chrome(title: title, email: user?.email, csrf: user?.csrf ?? current?.csrf ?? "", flash: current?.flash, error: current?.flashError, section: section)
     }
 
     private func flash(_ context: DashboardContext, _ message: String) {

@@ -11,8 +11,7 @@ struct Chrome: Sendable {
     var csrf: String
     var flash: String?
     var error: String?
-    /// Which top-level section is current: "tenants", "keys" or "audit".
-    var section: String = "tenants"
+    /// Which top-level section is current (Mustache reads stored properties only).
     var tenantsNav: Bool
     var keysNav: Bool
     var auditNav: Bool
@@ -23,7 +22,6 @@ struct Chrome: Sendable {
         self.csrf = csrf
         self.flash = flash
         self.error = error
-        self.section = section
         tenantsNav = section == "tenants"
         keysNav = section == "keys"
         auditNav = section == "audit"

@@ -33,18 +33,19 @@ final class TouchBuffer: Sendable {
 
     private let pending = NIOLockedValueBox(Batch())
 
-    func record(instanceId: String, at time: Int64) {
+    /// A successful validation: the instance's last-seen time and the product's count, under one lock (the hot path).
+    func validated(instanceId: String, tenantId: String, productId: String, at time: Int64) {
+        let key = UsageDay(tenantId: tenantId, productId: productId, day: time.flooringDivided(by: 86_400))
         pending.withLockedValue { pending in
             if (pending.times[instanceId] ?? .min) < time { pending.times[instanceId] = time }
+            pending.usage[key, default: UsageCount()] += UsageCount(validations: 1)
         }
     }
 
-    /// Counts a successful activation or validation for the product's day at `time`.
-    func count(activation: Bool, tenantId: String, productId: String, at time: Int64) {
+    /// A successful activation, counted for the product's day at `time`.
+    func activated(tenantId: String, productId: String, at time: Int64) {
         let key = UsageDay(tenantId: tenantId, productId: productId, day: time.flooringDivided(by: 86_400))
-        pending.withLockedValue { pending in
-            pending.usage[key, default: UsageCount()] += activation ? UsageCount(activations: 1) : UsageCount(validations: 1)
-        }
+        pending.withLockedValue { pending in pending.usage[key, default: UsageCount()] += UsageCount(activations: 1) }
     }
 
     func drain() -> Batch {

@@ -99,7 +99,7 @@ final class LicensingService: Sendable {
             case .activated(let instanceId, let grant), .existing(let instanceId, let grant):
                 if case .activated = outcome {
                     metrics.recordActivation("activated")
-                    touches.count(activation: true, tenantId: product.tenantId, productId: product.id, at: now)
+                    touches.activated(tenantId: product.tenantId, productId: product.id, at: now)
                 } else {
                     metrics.recordActivation("existing")
                 }
@@ -133,8 +133,7 @@ final class LicensingService: Sendable {
             throw APIError.instanceInactive
         }
         let lease = try lease(for: grant, instanceId: instanceId, now: now)
-        touches.record(instanceId: instanceId, at: now)
-        touches.count(activation: false, tenantId: product.tenantId, productId: product.id, at: now)
+        touches.validated(instanceId: instanceId, tenantId: product.tenantId, productId: product.id, at: now)
         metrics.recordValidation(lease.status == .active ? "valid" : lease.status.rawValue)
         return ValidateResponse(valid: lease.status != .expired, licenseExpiresAt: grant.expiresAt, lease: lease, config: try config(for: product, now: now))
     }

@@ -10,17 +10,12 @@ struct CheckoutRoutes {
     func register(on router: Router<KeylightRequestContext>) {
         router.post("/api/:tenant/checkout") { request, context in
             let tenantId = context.parameters.get("tenant") ?? ""
-            try await service.authorize(tenantId: tenantId, bearer: Self.bearer(request.headers[.authorization]))
+            try await service.authorize(tenantId: tenantId, bearer: request.headers[.authorization].flatMap(bearerToken))
             var request = request
             let bytes = try await request.collectJSONBody(limit: limits.maxBodyBytes)
             let body = try decodeBody(CheckoutRequest.self, from: bytes.readableBytesView)
             let session = try await service.createSession(tenantId: tenantId, body, idempotencyKey: request.headers[.init("Idempotency-Key")!])
             return try JSONBody.response(["url": session.url, "session_id": session.id])
         }
-    }
-
-    static func bearer(_ header: String?) -> String? {
-        guard let header, header.lowercased().hasPrefix("bearer ") else { return nil }
-        return header.dropFirst("bearer ".count).trimmingCharacters(in: .whitespaces)
     }
 }

@@ -149,10 +149,4 @@ public final class TrustStore: Sendable {
             return valid.last
         }
     }
-
-    public func hasAcceptedInvitation(scheme: String, now: Int64) throws(TrustError) -> Bool {
-        lock.lock()
-        defer { lock.unlock() }
-        return try read().accepted.contains { (try? Invitation.parse($0, scheme: scheme, now: now)) != nil }
-    }
 }
