@@ -12,10 +12,17 @@ import Testing
     static let email = "dev@example.com"
     static let password = "correct horse battery"
 
-    static func user(_ client: Client) async throws {
-        var accounts = DashboardAccounts(database: client.database, clock: client.clock)
+    /// One bcrypt pool for every test's accounts (tests lower the cost, so one thread suffices).
+    static let hasher = PasswordHasher(threads: 1, capacity: 64)
+
+    static func accounts(_ client: Client) -> DashboardAccounts {
+        var accounts = DashboardAccounts(database: client.database, hasher: hasher, clock: client.clock)
         accounts.cost = 4
-        _ = try await accounts.createUser(email: email, password: password)
+        return accounts
+    }
+
+    static func user(_ client: Client) async throws {
+        _ = try await accounts(client).createUser(email: email, password: password)
     }
 
     /// A signed-in browser on a server with tenant acme, product app and one license.
@@ -65,10 +72,11 @@ import Testing
             #expect(login.status == .ok && login.text.contains("<form method=\"post\" action=\"/dashboard/login\">"))
             #expect(login.headers[.contentSecurityPolicy]?.contains("default-src 'self'") == true)
             #expect(login.headers[.init("X-Frame-Options")!] == "DENY" && login.headers[.cacheControl] == "no-store")
-            let setCookie = try #require(browser.setCookies.last)
-            #expect(setCookie.hasPrefix("keylight_session=") && setCookie.contains("HttpOnly") && setCookie.contains("SameSite=Lax") && setCookie.contains("Path=/dashboard"))
-            #expect(!setCookie.contains("Secure"))  // served over plain http here
-            let anonymous = try #require(browser.cookies["keylight_session"])
+            // Before sign-in there is no session, only the sign-in form's CSRF cookie.
+            let formCookie = try #require(browser.setCookies.last)
+            #expect(formCookie.hasPrefix("keylight_login=") && formCookie.contains("HttpOnly") && formCookie.contains("SameSite=Strict") && formCookie.contains("Path=/dashboard/login"))
+            #expect(!formCookie.contains("Secure"))  // served over plain http here
+            #expect(browser.cookies["keylight_session"] == nil)
 
             let wrong = try await browser.post("/dashboard/login", [("email", Self.email), ("password", "not the password")])
             #expect(wrong.status == .unauthorized && wrong.text.contains("Wrong email or password."))
@@ -77,7 +85,9 @@ import Testing
 
             let ok = try await browser.post("/dashboard/login", [("email", "DEV@example.com "), ("password", Self.password), ("next", "/dashboard/audit")])
             #expect(ok.status == .seeOther && ok.location == "/dashboard/audit")
-            #expect(browser.cookies["keylight_session"] != anonymous)  // a new session id at sign-in
+            let sessionCookie = try #require(browser.setCookies.first { $0.hasPrefix("keylight_session=") })
+            #expect(sessionCookie.contains("HttpOnly") && sessionCookie.contains("SameSite=Lax") && sessionCookie.contains("Path=/dashboard") && !sessionCookie.contains("Secure"))
+            let signedInCookie = try #require(browser.cookies["keylight_session"])
             let home = try await browser.get("/dashboard")
             #expect(home.status == .ok && home.text.contains(Self.email) && home.text.contains("Sign out"))
             #expect(try await client.database.dashboardUser(email: Self.email)?.lastLoginAt == client.clock.unixSeconds)
@@ -88,8 +98,8 @@ import Testing
 
             #expect(try await browser.post("/dashboard/logout").location == "/dashboard/login")
             #expect(try await browser.get("/dashboard").status == .seeOther)
-            // An old cookie replayed after sign-out is worth nothing.
-            let replay = try await client.request(.get, "/dashboard", headers: [.cookie: "keylight_session=\(anonymous)"])
+            // The signed-in cookie replayed after sign-out is worth nothing (it worked a moment ago).
+            let replay = try await client.request(.get, "/dashboard", headers: [.cookie: "keylight_session=\(signedInCookie)"])
             #expect(replay.status == .seeOther)
         }
     }
@@ -135,17 +145,24 @@ import Testing
                 #expect(try await browser.post("/dashboard/login", [("email", Self.email), ("password", "guess")]).status == .unauthorized)
             }
             let fifth = try await browser.post("/dashboard/login", [("email", Self.email), ("password", "guess")])
-            #expect(fifth.status == .tooManyRequests && fifth.text.contains("locked until"))
-            // Locked: even the right password is refused, and says so.
+            // A locked account answers exactly like a wrong password or an unknown email: nothing says which emails exist.
+            let unknown = try await browser.post("/dashboard/login", [("email", "nobody@example.com"), ("password", "guess")])
+            #expect(fifth.status == .unauthorized && unknown.status == .unauthorized)
+            #expect(!fifth.text.contains("locked until"))
+            #expect(Self.loginError(fifth.text) == Self.loginError(unknown.text))
+            // Locked: even the right password is refused.
             let right = try await browser.post("/dashboard/login", [("email", Self.email), ("password", Self.password)])
-            #expect(right.status == .tooManyRequests)
+            #expect(right.status == .unauthorized)
             #expect(try await client.database.dashboardUser(email: Self.email)?.failedLogins == 5)
             harness.clock.advance(by: 15 * 60 + 1)
+            // After the lock runs out the count starts again: one wrong guess does not lock the account again.
+            #expect(try await browser.post("/dashboard/login", [("email", Self.email), ("password", "guess")]).status == .unauthorized)
+            #expect(try await client.database.dashboardUser(email: Self.email)?.failedLogins == 1)
             #expect(try await browser.post("/dashboard/login", [("email", Self.email), ("password", Self.password)]).status == .seeOther)
             #expect(try await client.database.dashboardUser(email: Self.email)?.failedLogins == 0)
         }
         var limited = Harness()
-        limited.configuration.limits.signIns = RateLimiter.Limit(perMinute: 1, burst: 3)
+        limited.configuration.limits.signIns = RateLimit(perMinute: 1, burst: 3)
         try await limited.run { client in
             try await Self.user(client)
             let browser = DashboardBrowser(client)
@@ -153,6 +170,63 @@ import Testing
             for _ in 0..<3 { _ = try await browser.post("/dashboard/login", [("email", "x@example.com"), ("password", "guess")]) }
             let throttled = try await browser.post("/dashboard/login", [("email", Self.email), ("password", Self.password)])
             #expect(throttled.status == .tooManyRequests && throttled.text.contains("Too many sign-in attempts"))
+        }
+    }
+
+    /// The error line of a page (`<p class="error" …>…</p>`).
+    static func loginError(_ html: String) -> String? {
+        guard let start = html.range(of: "role=\"alert\">"), let end = html[start.upperBound...].range(of: "</p>") else { return nil }
+        return String(html[start.upperBound..<end.lowerBound])
+    }
+
+    @Test func parallelWrongPasswordsCannotSlipPastTheLock() async throws {
+        try await Harness().run { client in
+            try await Self.user(client)
+            let accounts = Self.accounts(client)
+            // 20 attempts at once, the right password among them last: at most 5 are checked.
+            let results = try await withThrowingTaskGroup(of: DashboardAccounts.SignIn.self) { group in
+                for _ in 0..<20 { group.addTask { try await accounts.signIn(email: Self.email, password: "wrong guess") } }
+                return try await group.reduce(into: []) { $0.append($1) }
+            }
+            #expect(results.allSatisfy { $0 == .wrongCredentials })
+            let user = try #require(try await client.database.dashboardUser(email: Self.email))
+            #expect(user.failedLogins == 5 && user.lockedUntil > client.clock.unixSeconds)
+            #expect(try await accounts.signIn(email: Self.email, password: Self.password) == .wrongCredentials)
+        }
+    }
+
+    @Test func aPasswordResetOrDeletionEndsEverySession() async throws {
+        try await Harness().run { client in
+            let (browser, _) = try await Self.signedIn(client)
+            #expect(try await browser.get("/dashboard").status == .ok)
+            // Reset: the session made with the old password is refused.
+            _ = try await Self.accounts(client).createUser(email: Self.email, password: "a brand new password", replacing: true)
+            let afterReset = try await browser.get("/dashboard")
+            #expect(afterReset.status == .seeOther && afterReset.location?.hasPrefix("/dashboard/login") == true)
+            // A fresh sign-in works, then deleting the user ends that session too.
+            let again = DashboardBrowser(client)
+            #expect(try await again.signIn(Self.email, "a brand new password").status == .seeOther)
+            #expect(try await again.get("/dashboard").status == .ok)
+            try await Self.accounts(client).deleteUser(email: Self.email)
+            let afterDelete = try await again.get("/dashboard")
+            #expect(afterDelete.status == .seeOther && afterDelete.location?.hasPrefix("/dashboard/login") == true)
+            #expect(try await client.database.auditLog(limit: 50).contains { $0.action == "dashboard_user.delete" })
+        }
+    }
+
+    @Test func anonymousSignInPagesWriteNoSessions() async throws {
+        try await Harness().run { client in
+            for _ in 0..<25 { #expect(try await DashboardBrowser(client).get("/dashboard/login").status == .ok) }
+            #expect(try await client.count("SELECT COUNT(*) AS n FROM dashboard_sessions") == 0)
+            // The form still works: its token is a cookie, checked against the form field.
+            try await Self.user(client)
+            let browser = DashboardBrowser(client)
+            _ = try await browser.get("/dashboard/login")
+            #expect(browser.cookies["keylight_login"] != nil)
+            let foreign = try await browser.post("/dashboard/login", [("email", Self.email), ("password", Self.password)], csrf: "not-the-cookie")
+            #expect(foreign.status == .forbidden)
+            #expect(try await browser.post("/dashboard/login", [("email", Self.email), ("password", Self.password)]).status == .seeOther)
+            #expect(try await client.count("SELECT COUNT(*) AS n FROM dashboard_sessions") == 1)
         }
     }
 

@@ -148,12 +148,21 @@ import Testing
         try await db.touchInstances([instance: Self.now + 50])
         try await db.touchInstances([instance: Self.now + 10])  // never moves backwards
         #expect(try await db.instance(id: instance)?.lastValidatedAt == Self.now + 50)
-        try await db.recordKeyless(tenantId: "acme", productId: "app", instanceId: "k1", state: "trial", machineHash: "mh", now: Self.now)
-        try await db.recordKeyless(tenantId: "acme", productId: "app", instanceId: "k1", state: "free_tier", machineHash: nil, now: Self.now + 5)
+        let k1 = KeylessInstall(tenantId: "acme", productId: "app", instanceId: "k1")
+        try await db.touchInstances([:], keyless: [k1: KeylessSighting(state: "trial", machineHash: "mh", at: Self.now)])
+        try await db.touchInstances([:], keyless: [k1: KeylessSighting(state: "free_tier", machineHash: nil, at: Self.now + 5)])
+        // A late flush of an older sighting never moves the install back.
+        try await db.touchInstances([:], keyless: [k1: KeylessSighting(state: "trial", machineHash: nil, at: Self.now + 1)])
         let row = try #require(try await db.sql.raw("SELECT state, machine_hash, first_seen_at, last_seen_at FROM keyless_installs").first())
         #expect(try row.decode(column: "state", as: String.self) == "free_tier")
         #expect(try row.decode(column: "machine_hash", as: String?.self) == "mh")
+        #expect(try row.decode(column: "first_seen_at", as: Int64.self) == Self.now)
         #expect(try row.decode(column: "last_seen_at", as: Int64.self) == Self.now + 5)
+        // Pruning drops only unconverted installs last seen before the cutoff.
+        let k2 = KeylessInstall(tenantId: "acme", productId: "app", instanceId: "k2")
+        try await db.touchInstances([:], keyless: [k2: KeylessSighting(state: "trial", machineHash: nil, at: Self.now - 100)])
+        #expect(try await db.pruneKeyless(seenBefore: Self.now) == 1)
+        #expect(try await db.sql.raw("SELECT instance_id FROM keyless_installs").all(decodingColumn: "instance_id", as: String.self) == ["k1"])
         #expect(try await db.settingCreatingIfAbsent("x", value: "1") == ("1", true))
         #expect(try await db.settingCreatingIfAbsent("x", value: "2") == ("1", false))
         try await db.setStripeSettings(tenantId: "acme", sealedWebhookSecret: "sealed-1", sealedSecretKey: nil, now: Self.now, actor: .adminToken)

@@ -56,8 +56,10 @@ struct LicenseResolver: Sendable {
             }
         }
         let config = trustedConfig(stored.config)
-        let trialDays = Int64(config?.trialDurationDays ?? trialDaysSeed)
-        let trialEnd = (stored.trialStartedAt ?? now) + trialDays * 86_400
+        // Clamped so a corrupt store or config cannot overflow: 100 years is longer than any trial.
+        let trialDays = Int64(min(max(config?.trialDurationDays ?? trialDaysSeed, 0), 36_500))
+        let started = min(max(stored.trialStartedAt ?? now, now - 36_500 * 86_400), now)
+        let trialEnd = started + trialDays * 86_400
         if trialEnd > now {
             let daysLeft = Int((trialEnd - now + 86_399) / 86_400)
             return Resolution(state: .trial(daysLeft: daysLeft), entitlements: [], reason: "trial")

@@ -33,12 +33,21 @@ public enum WebhookSignature {
             default: continue  // v0 and future schemes are ignored, as Stripe advises
             }
         }
-        guard let timestamp, abs(now - timestamp) <= tolerance, !signatures.isEmpty else { return false }
+        guard let timestamp, !signatures.isEmpty, isWithin(tolerance, timestamp, of: now) else { return false }
         let expected = Array(sign(timestamp: timestamp, body: body, secret: secret))
         // Compare against every entry so the time taken does not say which one matched.
         var matched = false
         for signature in signatures where ConstantTime.equals(signature, expected) { matched = true }
         return matched
+    }
+
+    /// `|now - timestamp| <= tolerance` without overflow: `t` is attacker-chosen and may be any
+    /// Int64, so the difference is taken only where it cannot leave the Int64 range.
+    static func isWithin(_ tolerance: Int64, _ timestamp: Int64, of now: Int64) -> Bool {
+        guard tolerance >= 0 else { return false }
+        let (difference, overflow) = now.subtractingReportingOverflow(timestamp)
+        guard !overflow, difference != .min else { return false }
+        return abs(difference) <= tolerance
     }
 
     /// The `v1` HMAC for `timestamp` and `body`.

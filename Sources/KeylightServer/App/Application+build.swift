@@ -25,6 +25,8 @@ public struct KeylightServer: Sendable {
     let signer: ResponseSigner
     /// Delivers outbound webhooks (its service runs with the application; tests also drive it directly).
     let webhooks: WebhookDispatcher
+    /// Buffered writes the final flush could not make (filled at shutdown).
+    public let unwritten: UnwrittenData
 }
 
 /// Opens the database, applies migrations, loads or creates the signing key and admin token,
@@ -87,6 +89,7 @@ func assemble(
 
     let metrics = ServerMetrics()
     let touches = TouchBuffer()
+    let unwritten = UnwrittenData()
     let licensing = LicensingService(database: database, keyRing: keyRing, clock: clock, touches: touches, metrics: metrics, licenseLimit: configuration.limits.perLicense)
     let signer = ResponseSigner(database: database, keyRing: keyRing, sealer: sealer, clock: clock)
     try await signer.refresh()
@@ -105,7 +108,8 @@ func assemble(
     let checkout = CheckoutService(
         database: database, sealer: sealer, stripe: StripeHTTPAPI(client: httpClient, baseURL: configuration.stripeAPIBaseURL, timeout: configuration.stripeRequestTimeout), logger: logger
     )
-    var accounts = DashboardAccounts(database: database, clock: clock)
+    let hasher = PasswordHasher(threads: configuration.passwordHashThreads, capacity: configuration.passwordHashQueue)
+    var accounts = DashboardAccounts(database: database, hasher: hasher, clock: clock)
     accounts.cost = configuration.bcryptCost
     let sessions = SQLSessionStore(database: database, clock: clock)
     let dashboard = DashboardRoutes(
@@ -115,10 +119,11 @@ func assemble(
     )
     let router = buildRouter(
         licensing: licensing, admin: admin, checkout: checkout, dashboard: dashboard, keyRing: keyRing, metrics: metrics, signer: signer,
-        limits: configuration.limits, adminTokenHash: tokenHash
+        limits: configuration.limits, trustedProxies: configuration.trustedProxies, adminTokenHash: tokenHash
     )
     let application = Application(
         router: router,
+        server: .guardedHTTP1(limits: configuration.connections, gauge: ConnectionGauge(limit: configuration.connections.maxConnections)),
         configuration: .init(address: .hostname(configuration.host, port: configuration.port), serverName: "keylight"),
         // Shut down in reverse order: stop webhook delivery, flush validation times, stop key
         // refresh, close the outbound HTTP client, then close the database.
@@ -127,9 +132,13 @@ func assemble(
             HTTPClientShutdownService(client: httpClient),
             PeriodicService.refreshing(keyRing, every: configuration.keyRefreshInterval, logger: logger),
             PeriodicService.rotating(signer, every: configuration.keyRefreshInterval, logger: logger),
-            PeriodicService.flushing(touches, to: database, every: configuration.touchFlushInterval, logger: logger),
+            PeriodicService.flushing(touches, to: database, every: configuration.touchFlushInterval, unwritten: unwritten, logger: logger),
             PeriodicService.delivering(webhooks, every: configuration.webhookPollInterval, logger: logger),
-            PeriodicService(interval: .seconds(600), tick: { _ = try? await sessions.purgeExpired() }),
+            PasswordHasherShutdownService(hasher: hasher),
+            PeriodicService(interval: .seconds(600), tick: {
+                _ = try? await sessions.purgeExpired()
+                _ = try? await database.pruneKeyless(seenBefore: clock.unixSeconds - configuration.keylessRetentionDays * 86_400)
+            }),
         ],
         onServerRunning: onServerRunning,
         logger: logger
@@ -137,7 +146,7 @@ func assemble(
     return KeylightServer(
         application: application,
         report: StartupReport(createdAdminToken: createdToken, appliedMigrations: applied, activeKid: keyRing.current.active.kid),
-        database: database, keyRing: keyRing, signer: signer, webhooks: webhooks
+        database: database, keyRing: keyRing, signer: signer, webhooks: webhooks, unwritten: unwritten
     )
 }
 
@@ -145,10 +154,10 @@ func assemble(
 /// the per-address limit around the APIs.
 func buildRouter(
     licensing: LicensingService, admin: AdminService, checkout: CheckoutService, dashboard: DashboardRoutes, keyRing: KeyRing, metrics: ServerMetrics, signer: ResponseSigner?,
-    limits: ServerLimits, adminTokenHash: [UInt8]
+    limits: ServerLimits, trustedProxies: TrustedProxies = .none, adminTokenHash: [UInt8]
 ) -> Router<KeylightRequestContext> {
     let router = Router(context: KeylightRequestContext.self)
-    router.add(middleware: RequestObservationMiddleware(metrics: metrics, signer: signer))
+    router.add(middleware: RequestObservationMiddleware(metrics: metrics, signer: signer, trustedProxies: trustedProxies))
     OpsRoutes(keyRing: keyRing, metrics: metrics).register(on: router)
     router.add(middleware: AddressRateLimitMiddleware(limiter: RateLimiter(limit: limits.perAddress)))
     AdminRoutes(service: admin, limits: limits).register(on: router, tokenHash: adminTokenHash)
@@ -166,6 +175,16 @@ struct HTTPClientShutdownService: Service {
     func run() async throws {
         try? await gracefulShutdown()
         try await client.shutdown()
+    }
+}
+
+/// Stops the password hasher's threads at shutdown.
+struct PasswordHasherShutdownService: Service {
+    let hasher: PasswordHasher
+
+    func run() async throws {
+        try? await gracefulShutdown()
+        await hasher.shutdown()
     }
 }
 

@@ -8,6 +8,7 @@ extension HTTPField.Name {
     static let keylightRequestTime = Self("X-Keylight-Request-Time")!
     static let keylightSignatureKid = Self("X-Keylight-Signature-Kid")!
     static let keylightSignature = Self("X-Keylight-Signature")!
+    static let xForwardedFor = Self("X-Forwarded-For")!
 }
 
 /// The token of an `Authorization: Bearer <token>` header (scheme case-insensitive), or nil.

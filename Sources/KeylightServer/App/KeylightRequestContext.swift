@@ -8,12 +8,15 @@ public struct KeylightRequestContext: RequestContext, RemoteAddressRequestContex
     public let remoteAddress: SocketAddress?
     /// Set by ``RequestObservationMiddleware`` before any handler runs.
     public var requestId: String = ""
+    /// The client: the socket peer, or what a trusted proxy forwarded (set by ``RequestObservationMiddleware``).
+    var client: IPAddress?
 
     public init(source: ApplicationRequestContextSource) {
         coreContext = .init(source: source)
         remoteAddress = source.channel.remoteAddress
+        client = remoteAddress.flatMap(IPAddress.init)
     }
 
     /// The key for per-IP limits; requests without a socket (router tests) share one bucket.
-    var clientAddress: String { remoteAddress?.ipAddress ?? "local" }
+    var rateLimitKey: IPAddress { client?.rateLimitKey ?? .unspecified }
 }

@@ -13,9 +13,14 @@ struct RequestObservationMiddleware: RouterMiddleware {
     let metrics: ServerMetrics
     /// Signs SDK responses for requests that carry `X-Keylight-Nonce` (protocol section 3).
     let signer: ResponseSigner?
+    /// Peers whose `X-Forwarded-For` names the client.
+    var trustedProxies: TrustedProxies = .none
 
     func handle(_ request: Request, context: Context, next: (Request, Context) async throws -> Response) async throws -> Response {
         var context = context
+        if !trustedProxies.isEmpty {
+            context.client = trustedProxies.client(peer: context.client, forwardedFor: request.headers[values: .xForwardedFor])
+        }
         context.requestId = Self.requestId(from: request)
         context.logger[metadataKey: "request_id"] = .string(context.requestId)
         let start = ContinuousClock.now
@@ -127,10 +132,10 @@ struct RequestObservationMiddleware: RouterMiddleware {
 /// Per-client-address rate limit, answering 429 with `Retry-After`.
 struct AddressRateLimitMiddleware: RouterMiddleware {
     typealias Context = KeylightRequestContext
-    let limiter: RateLimiter
+    let limiter: RateLimiter<IPAddress>
 
     func handle(_ request: Request, context: Context, next: (Request, Context) async throws -> Response) async throws -> Response {
-        if case .limited(let retryAfter) = limiter.acquire(context.clientAddress, now: ProcessInfo.processInfo.systemUptime) {
+        if case .limited(let retryAfter) = limiter.acquire(context.rateLimitKey, now: ProcessInfo.processInfo.systemUptime) {
             throw APIError.rateLimited(retryAfter: retryAfter)
         }
         return try await next(request, context)

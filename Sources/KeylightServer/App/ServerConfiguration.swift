@@ -5,11 +5,11 @@ public struct ServerLimits: Sendable {
     /// Largest accepted request body (protocol: 64 KiB).
     public var maxBodyBytes = 64 * 1024
     /// Requests per client address, over all API routes.
-    public var perAddress = RateLimiter.Limit(perMinute: 1_200, burst: 300)
+    public var perAddress = RateLimit(perMinute: 1_200, burst: 300)
     /// SDK requests per license key.
-    public var perLicense = RateLimiter.Limit(perMinute: 600, burst: 250)
+    public var perLicense = RateLimit(perMinute: 600, burst: 250)
     /// Dashboard sign-in attempts per client address (accounts also lock after 5 failures).
-    public var signIns = RateLimiter.Limit(perMinute: 10, burst: 10)
+    public var signIns = RateLimit(perMinute: 10, burst: 10)
 
     public init() {}
 
@@ -44,6 +44,10 @@ public struct ServerConfiguration: Sendable {
     /// The admin API token (`KEYLIGHT_ADMIN_TOKEN`); without it one is created on first start.
     public var adminToken: String?
     public var limits = ServerLimits()
+    /// Request and idle timeouts and the open-connection cap.
+    public var connections = ConnectionLimits()
+    /// Proxies whose `X-Forwarded-For` names the client (`--trusted-proxies`); none by default.
+    public var trustedProxies: TrustedProxies = .none
     /// How often each process re-reads signing keys (another process may have rotated them).
     public var keyRefreshInterval: Duration = .seconds(10)
     /// How often buffered validation times are written.
@@ -56,6 +60,13 @@ public struct ServerConfiguration: Sendable {
     public var publicURL: String?
     /// bcrypt cost for dashboard passwords (tests lower it).
     var bcryptCost: UInt8 = 12
+    /// Threads that check dashboard passwords, and how many checks may wait or run at once
+    /// before sign-ins are answered 429.
+    public var passwordHashThreads = 1
+    public var passwordHashQueue = 16
+    /// Keyless (trial, free-tier) installs that never bought a license are forgotten after this
+    /// many days without a check-in.
+    public var keylessRetentionDays: Int64 = 90
     /// Stripe's REST API (`KEYLIGHT_STRIPE_API_BASE`); tests point it at a local server.
     public var stripeAPIBaseURL = "https://api.stripe.com"
     /// How long one call to Stripe may take, connecting included (a checkout retries once).

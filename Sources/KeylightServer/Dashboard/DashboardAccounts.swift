@@ -1,21 +1,23 @@
+import Crypto
 import Foundation
 import HummingbirdBcrypt
 import KeylightCore
-import NIOPosix
 
 /// Dashboard accounts: bcrypt password hashes, and sign-in with throttling (an account locks
 /// for a while after repeated failures; addresses are rate limited separately).
 public struct DashboardAccounts: Sendable {
     let database: Database
     let clock: any WallClock
+    let hasher: PasswordHasher
     /// bcrypt cost: about 0.2 s per check on a small server.
     var cost: UInt8 = 12
     /// Failures in a row that lock an account, and for how long.
     var lockThreshold = 5
     var lockSeconds: Int64 = 15 * 60
 
-    public init(database: Database, clock: any WallClock = SystemWallClock()) {
+    public init(database: Database, hasher: PasswordHasher, clock: any WallClock = SystemWallClock()) {
         self.database = database
+        self.hasher = hasher
         self.clock = clock
     }
 
@@ -26,6 +28,13 @@ public struct DashboardAccounts: Sendable {
         public static let passwordTooShort = AccountError(description: "Passwords are at least 12 characters.")
         public static let passwordTooLong = AccountError(description: "Passwords are at most 72 bytes (bcrypt's limit).")
         public static let exists = AccountError(description: "A user with that email already exists (use --update to set a new password).")
+        public static let notFound = AccountError(description: "No dashboard user has that email.")
+    }
+
+    /// Deletes a user; their sessions stop working at once (each request re-checks its user).
+    public func deleteUser(email rawEmail: String, actor: Actor = .system) async throws {
+        let email = rawEmail.trimmingCharacters(in: .whitespaces).lowercased()
+        guard try await database.deleteDashboardUser(email: email, now: clock.unixSeconds, actor: actor) else { throw AccountError.notFound }
     }
 
     /// Creates a user (or, with `replacing`, sets a new password for an existing one).
@@ -42,40 +51,37 @@ public struct DashboardAccounts: Sendable {
         return try await database.dashboardUser(email: email) ?? user
     }
 
-    /// How a sign-in attempt ended.
+    /// How a sign-in attempt ended. A locked account answers exactly like a wrong password (the
+    /// same status and page, after the same bcrypt time), so no answer tells which emails exist.
     enum SignIn: Sendable, Equatable {
         case success(DashboardUser)
         case wrongCredentials
-        /// Too many failures: the account is locked until then (unix seconds).
-        case locked(until: Int64)
     }
 
     func signIn(email rawEmail: String, password: String) async throws -> SignIn {
         let email = rawEmail.trimmingCharacters(in: .whitespaces).lowercased()
         let now = clock.unixSeconds
-        guard email.utf8.count <= 254, password.utf8.count <= 1_024, let user = try await database.dashboardUser(email: email) else {
-            // Spend the same time as a real check, so timing does not tell which emails exist.
-            _ = try await verify(password, hash: Self.decoyHash)
+        // The attempt is counted before the password is checked, in one statement: parallel
+        // attempts cannot all slip past the lock before the counter moves.
+        guard email.utf8.count <= 254, password.utf8.count <= 1_024,
+              let user = try await database.beginLoginAttempt(email: email, now: now, threshold: lockThreshold, lockFor: lockSeconds) else {
+            // Unknown or locked: spend the same time as a real check.
+            _ = try await hasher.verify(password, hash: Self.decoyHash)
             return .wrongCredentials
         }
-        if user.lockedUntil > now { return .locked(until: user.lockedUntil) }
-        guard try await verify(password, hash: user.passwordHash) else {
-            let updated = try await database.recordFailedLogin(userId: user.id, now: now, threshold: lockThreshold, lockFor: lockSeconds)
-            if let updated, updated.lockedUntil > now { return .locked(until: updated.lockedUntil) }
-            return .wrongCredentials
-        }
+        guard try await hasher.verify(password, hash: user.passwordHash) else { return .wrongCredentials }
         try await database.recordLogin(userId: user.id, now: now)
         return .success(user)
     }
 
-    /// bcrypt is CPU-bound: run it on NIO's thread pool, off the request executors.
-    private func hashPassword(_ password: String) async throws -> String {
-        let cost = self.cost
-        return try await NIOThreadPool.singleton.runIfActive { Bcrypt.hash(password, cost: cost) }
+    /// What a session remembers of its user's credentials: a password reset or a deleted user
+    /// changes it, which ends every session made before.
+    static func credentialStamp(_ user: DashboardUser) -> String {
+        Hex.encode(SHA256.hash(data: Data(("keylight-session:" + user.id + ":" + user.passwordHash).utf8)).prefix(16))
     }
 
-    private func verify(_ password: String, hash: String) async throws -> Bool {
-        try await NIOThreadPool.singleton.runIfActive { Bcrypt.verify(password, hash: hash) }
+    private func hashPassword(_ password: String) async throws -> String {
+        try await hasher.hash(password, cost: cost)
     }
 
     /// A valid cost-12 hash of a random string nobody knows.

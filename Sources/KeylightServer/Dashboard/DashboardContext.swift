@@ -12,6 +12,8 @@ struct DashboardSession: Codable, Sendable, Equatable {
     /// One-time messages for the next page (after a redirect).
     var flash: String? = nil
     var flashError: String? = nil
+    /// ``DashboardAccounts/credentialStamp(_:)`` of the user at sign-in.
+    var credential: String? = nil
 }
 
 /// The request context of `/dashboard` routes: the parent's storage plus the session, with
@@ -20,15 +22,13 @@ struct DashboardSession: Codable, Sendable, Equatable {
 struct DashboardContext: ChildRequestContext, SessionRequestContext {
     var coreContext: CoreRequestContextStorage
     let sessions: SessionContext<DashboardSession>
-    let remoteAddress: SocketAddress?
+    let rateLimitKey: IPAddress
 
     init(context: KeylightRequestContext) throws {
         coreContext = context.coreContext
-        remoteAddress = context.remoteAddress
+        rateLimitKey = context.rateLimitKey
         sessions = SessionContext()
     }
-
-    var clientAddress: String { remoteAddress?.ipAddress ?? "local" }
 
     /// The signed-in user's session, if any.
     var signedIn: DashboardSession? {

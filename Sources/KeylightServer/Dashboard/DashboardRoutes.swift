@@ -15,7 +15,7 @@ struct DashboardRoutes: Sendable {
     let renderer: DashboardRenderer
     let sessions: SQLSessionStore
     /// Sign-in attempts per client address.
-    let loginLimiter: RateLimiter
+    let loginLimiter: RateLimiter<IPAddress>
     /// The server's public URL (for the Swift snippet); nil = from the request's Host.
     let publicURL: String?
     /// Cookies carry `Secure` (the dashboard is served over TLS).
@@ -55,15 +55,23 @@ struct DashboardRoutes: Sendable {
     private func registerSignIn(on dash: RouterGroup<DashboardContext>) {
         dash.get("/login") { request, context -> Response in
             if context.signedIn != nil { return .redirect(to: "/dashboard") }
-            let session = ensureAnonymousSession(context)
-            return renderer.page("login", LoginView(chrome: chrome("Sign in", context, session: session), email: nil, next: Self.safeNext(request.uri.queryParameters.get("next"))))
+            // The sign-in form's CSRF token is a double-submit cookie, not a session: an anonymous
+            // page view writes nothing to the database.
+            let token = Self.newToken()
+            let form = DashboardSession(userId: nil, email: nil, csrf: token)
+            var response = renderer.page("login", LoginView(chrome: chrome("Sign in", context, session: form), email: nil, next: Self.safeNext(request.uri.queryParameters.get("next"))))
+            response.setCookie(Cookie(
+                name: Self.loginCookie, value: token, maxAge: 3_600, path: "/dashboard/login", secure: secureCookies, httpOnly: true, sameSite: .strict
+            ))
+            return response
         }
         dash.post("/login") { request, context -> Response in
-            let session = ensureAnonymousSession(context)
-            if case .limited = loginLimiter.acquire(context.clientAddress, now: ProcessInfo.processInfo.systemUptime) {
+            let token = request.cookies[Self.loginCookie]?.value ?? ""
+            let session = DashboardSession(userId: nil, email: nil, csrf: token)
+            if case .limited = loginLimiter.acquire(context.rateLimitKey, now: ProcessInfo.processInfo.systemUptime) {
                 return errorPage(context, status: .tooManyRequests, "Too many sign-in attempts from your address; wait a minute.", back: "/dashboard/login")
             }
-            guard let form = await readForm(request), Self.csrfMatches(form, session.csrf) else {
+            guard !token.isEmpty, let form = await readForm(request), Self.csrfMatches(form, token) else {
                 return errorPage(context, status: .forbidden, "The sign-in form expired. Reload the page and try again.", back: "/dashboard/login")
             }
             let next = Self.safeNext(form["next"])
@@ -71,22 +79,27 @@ struct DashboardRoutes: Sendable {
             let result: DashboardAccounts.SignIn
             do {
                 result = try await accounts.signIn(email: email, password: form.pairs.first { $0.0 == "password" }?.1 ?? "")
+            } catch is PasswordHasher.Busy {
+                var response = errorPage(context, status: .tooManyRequests, "The server is busy checking other sign-ins; try again in a few seconds.", back: "/dashboard/login")
+                response.headers[.retryAfter] = "5"
+                return response
             } catch {
                 return errorPage(context, status: .serviceUnavailable, "The database is unavailable; try again shortly.", back: "/dashboard/login")
             }
             switch result {
             case .success(let user):
                 // A new session id at sign-in: a session planted before sign-in is worth nothing after it.
-                context.sessions.createSession(DashboardSession(userId: user.id, email: user.email, csrf: Self.newToken()), expiresIn: Self.sessionLifetime)
-                return .redirect(to: next)
+                context.sessions.createSession(
+                    DashboardSession(userId: user.id, email: user.email, csrf: Self.newToken(), credential: DashboardAccounts.credentialStamp(user)),
+                    expiresIn: Self.sessionLifetime
+                )
+                var response = Response.redirect(to: next)
+                response.setCookie(Cookie(name: Self.loginCookie, value: "", maxAge: 0, path: "/dashboard/login", secure: secureCookies, httpOnly: true, sameSite: .strict))
+                return response
             case .wrongCredentials:
                 var view = LoginView(chrome: chrome("Sign in", context, session: session), email: email, next: next)
-                view.chrome.error = "Wrong email or password."
+                view.chrome.error = "Wrong email or password. After 5 failed attempts an account is locked for 15 minutes."
                 return renderer.page("login", view, status: .unauthorized)
-            case .locked(let until):
-                var view = LoginView(chrome: chrome("Sign in", context, session: session), email: email, next: next)
-                view.chrome.error = "Too many failed attempts: this account is locked until \(DashboardFormat.time(until))."
-                return renderer.page("login", view, status: .tooManyRequests)
             }
         }
         dash.post("/logout") { request, context -> Response in
@@ -241,7 +254,8 @@ struct DashboardRoutes: Sendable {
             let (tenant, product) = (context.parameters.get("tenant") ?? "", context.parameters.get("product") ?? "")
             return await guarded(request, context, post: true, back: "/dashboard/t/\(tenant)/p/\(product)") { form, user in
                 let entitlements = (form["entitlements"] ?? "").split(whereSeparator: { $0 == "," || $0 == " " }).map(String.init)
-                let ttlDays = try form.int("lease_ttl_days", label: "Lease TTL")
+                // Range-checked before the multiplication: a form value near Int.max must be a 400, not a trap.
+                let ttlDays = try form.int("lease_ttl_days", label: "Lease TTL").map { days throws(APIError) in try Field.integer(days, "lease_ttl_days", in: 1...366) }
                 let keyType = try await admin.createKeyType(tenantId: tenant, productId: product, CreateKeyTypeRequest(
                     id: form["id"], display_name: form["display_name"], activation_limit: try form.int("activation_limit", label: "Activation limit"),
                     duration_days: try form.int("duration_days", label: "Duration"), fallback_access: form.flag("fallback_access"),
@@ -492,7 +506,13 @@ struct DashboardRoutes: Sendable {
         _ request: Request, _ context: DashboardContext, post: Bool = false, back: String,
         _ body: (FormFields, SignedIn) async throws -> Response
     ) async -> Response {
-        guard let session = context.signedIn, let email = session.email else {
+        let current: DashboardSession?
+        do {
+            current = try await currentSession(context)
+        } catch {
+            return errorPage(context, status: .serviceUnavailable, "The database is unavailable; try again shortly.", back: back)
+        }
+        guard let session = current, let email = session.email else {
             if post { return .redirect(to: "/dashboard/login") }
             var target = request.uri.path
             if let query = request.uri.query, !query.isEmpty { target += "?" + query }
@@ -523,6 +543,19 @@ struct DashboardRoutes: Sendable {
         }
     }
 
+    /// The signed-in session if its user still exists with the password it signed in with: a
+    /// deleted user or a password reset ends every earlier session (it is cleared here).
+    private func currentSession(_ context: DashboardContext) async throws -> DashboardSession? {
+        guard let session = context.signedIn, let userId = session.userId else { return nil }
+        guard let user = try await admin.database.dashboardUser(id: userId),
+              let stamp = session.credential,
+              ConstantTime.equals(Array(stamp.utf8), Array(DashboardAccounts.credentialStamp(user).utf8)) else {
+            context.sessions.clearSession()
+            return nil
+        }
+        return session
+    }
+
     private func readForm(_ request: Request) async -> FormFields? {
         var request = request
         guard let body = try? await request.collectBody(upTo: Self.maxFormBytes) else { return nil }
@@ -534,13 +567,8 @@ struct DashboardRoutes: Sendable {
         return ConstantTime.equals(Array(token.utf8), Array(expected.utf8))
     }
 
-    /// The session before sign-in: it only carries the CSRF token of the sign-in form.
-    private func ensureAnonymousSession(_ context: DashboardContext) -> DashboardSession {
-        if let session = context.sessions.session { return session }
-        let session = DashboardSession(userId: nil, email: nil, csrf: Self.newToken())
-        context.sessions.createSession(session, expiresIn: .seconds(3_600))
-        return session
-    }
+    /// The cookie that carries the sign-in form's CSRF token.
+    static let loginCookie = "keylight_login"
 
     /// Where to go after sign-in: only a dashboard path, never another site.
     static func safeNext(_ next: String?) -> String {

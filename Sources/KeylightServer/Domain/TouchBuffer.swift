@@ -24,14 +24,40 @@ struct UsageCount: Sendable, Equatable {
 /// the per-day usage counts the dashboard charts. Validation is the hottest path; batching
 /// these into one transaction a second keeps validate a pure read. A crash can lose at most the
 /// last second of this telemetry; graceful shutdown flushes it.
+///
+/// Keyless installs (trial and free-tier check-ins, authorised by the public SDK key alone) are
+/// buffered here too: repeated check-ins of one install cost one row write per flush, and a
+/// flood of made-up instance ids fills at most ``maxPendingKeyless`` entries per flush interval
+/// (the rest are dropped: a real install checks in again on its next launch).
 final class TouchBuffer: Sendable {
     struct Batch: Sendable {
         var times: [String: Int64] = [:]
         var usage: [UsageDay: UsageCount] = [:]
-        var isEmpty: Bool { times.isEmpty && usage.isEmpty }
+        var keyless: [KeylessInstall: KeylessSighting] = [:]
+        var isEmpty: Bool { times.isEmpty && usage.isEmpty && keyless.isEmpty }
     }
 
+    /// Keyless check-ins held between two flushes, at most.
+    let maxPendingKeyless: Int
     private let pending = NIOLockedValueBox(Batch())
+
+    init(maxPendingKeyless: Int = 10_000) {
+        self.maxPendingKeyless = maxPendingKeyless
+    }
+
+    /// A keyless check-in; false when the buffer is full and it was dropped.
+    @discardableResult
+    func sawKeyless(_ install: KeylessInstall, _ sighting: KeylessSighting) -> Bool {
+        pending.withLockedValue { pending in
+            if let earlier = pending.keyless[install] {
+                if earlier.at <= sighting.at { pending.keyless[install] = sighting.merged(after: earlier) }
+                return true
+            }
+            guard pending.keyless.count < maxPendingKeyless else { return false }
+            pending.keyless[install] = sighting
+            return true
+        }
+    }
 
     /// A successful validation: the instance's last-seen time and the product's count, under one lock (the hot path).
     func validated(instanceId: String, tenantId: String, productId: String, at time: Int64) {
@@ -59,7 +85,33 @@ final class TouchBuffer: Sendable {
         pending.withLockedValue { pending in
             for (id, time) in batch.times where (pending.times[id] ?? .min) < time { pending.times[id] = time }
             for (key, count) in batch.usage { pending.usage[key, default: UsageCount()] += count }
+            for (install, sighting) in batch.keyless {
+                if let newer = pending.keyless[install] {
+                    pending.keyless[install] = newer.merged(after: sighting)
+                } else if pending.keyless.count < maxPendingKeyless {
+                    pending.keyless[install] = sighting
+                }
+            }
         }
+    }
+}
+
+/// One keyless install of one product.
+struct KeylessInstall: Hashable, Sendable {
+    var tenantId: String
+    var productId: String
+    var instanceId: String
+}
+
+/// The latest check-in of a keyless install.
+struct KeylessSighting: Sendable, Equatable {
+    var state: String
+    var machineHash: String?
+    var at: Int64
+
+    /// This (later) sighting, keeping an earlier machine hash when this one has none.
+    func merged(after earlier: KeylessSighting) -> KeylessSighting {
+        KeylessSighting(state: state, machineHash: machineHash ?? earlier.machineHash, at: max(at, earlier.at))
     }
 }
 
@@ -72,19 +124,28 @@ extension Int64 {
 }
 
 extension PeriodicService {
-    /// Writes buffered validation times and usage counts every `interval`, and once more at shutdown.
-    static func flushing(_ buffer: TouchBuffer, to database: Database, every interval: Duration, logger: Logger) -> PeriodicService {
-        let flush: @Sendable () async -> Void = {
+    /// Writes buffered validation times, usage counts and keyless check-ins every `interval`,
+    /// and once more at shutdown; what that last write cannot store is counted in `unwritten`.
+    static func flushing(_ buffer: TouchBuffer, to database: Database, every interval: Duration, unwritten: UnwrittenData, logger: Logger) -> PeriodicService {
+        @Sendable func flush(final: Bool) async {
             let batch = buffer.drain()
             guard !batch.isEmpty else { return }
             do {
-                try await database.touchInstances(batch.times, usage: batch.usage)
+                try await database.touchInstances(batch.times, usage: batch.usage, keyless: batch.keyless)
             } catch {
+                if final {
+                    unwritten.record(batch)
+                    logger.error("could not write buffered validation data at shutdown", metadata: [
+                        "validation_times": .stringConvertible(batch.times.count), "usage_days": .stringConvertible(batch.usage.count),
+                        "keyless_check_ins": .stringConvertible(batch.keyless.count), "error": "\(error)",
+                    ])
+                    return
+                }
                 // Keep them for the next round rather than drop them.
                 buffer.restore(batch)
                 logger.debug("could not record validation times", metadata: ["error": "\(error)"])
             }
         }
-        return PeriodicService(interval: interval, tick: flush, finish: flush)
+        return PeriodicService(interval: interval, tick: { await flush(final: false) }, finish: { await flush(final: true) })
     }
 }

@@ -5,26 +5,15 @@ import NIOConcurrencyHelpers
 /// Each key holds up to `burst` tokens, refilled at `perMinute / 60` per second. Several server
 /// processes each keep their own buckets (documented in the README): a client spread across N
 /// processes by a load balancer gets up to N times the rate.
-public final class RateLimiter: Sendable {
-    /// A limit: sustained requests per minute and the burst allowed above it.
-    public struct Limit: Sendable, Hashable {
-        public var perMinute: Int
-        public var burst: Int
-        public init(perMinute: Int, burst: Int) {
-            self.perMinute = perMinute
-            self.burst = burst
-        }
-        /// No limit at all (benchmarks, tests).
-        public static let unlimited = Limit(perMinute: 0, burst: 0)
-        var isUnlimited: Bool { perMinute <= 0 }
-    }
-
-    /// The outcome of one request.
-    public enum Decision: Equatable, Sendable {
-        case allowed
-        /// Refused; the client may retry after this many whole seconds (at least 1).
-        case limited(retryAfter: Int)
-    }
+///
+/// The table is bounded and every request costs O(1): buckets live in two generations, and when
+/// the young one fills, the old one is dropped whole and the young one takes its place. A bucket
+/// touched in either generation moves to the young one, so only keys unseen for a whole
+/// generation (`maxKeys / 2` other keys) are forgotten, and a forgotten key comes back full, as
+/// it would have after idling anyway.
+public final class RateLimiter<Key: Hashable & Sendable>: Sendable {
+    public typealias Limit = RateLimit
+    public typealias Decision = RateLimitDecision
 
     private struct Bucket {
         var tokens: Double
@@ -32,41 +21,71 @@ public final class RateLimiter: Sendable {
     }
 
     private struct State {
-        var buckets: [String: Bucket] = [:]
-        var lastSweep: Double = 0
+        var young: [Key: Bucket] = [:]
+        var old: [Key: Bucket] = [:]
     }
 
     public let limit: Limit
     private let state: NIOLockedValueBox<State>
-    /// Buckets idle long enough to have refilled are dropped, so memory tracks active clients only.
-    private let maxKeys: Int
+    private let generationSize: Int
 
     public init(limit: Limit, maxKeys: Int = 100_000) {
         self.limit = limit
-        self.maxKeys = maxKeys
+        self.generationSize = max(1, maxKeys / 2)
         self.state = NIOLockedValueBox(State())
     }
 
     /// Takes one token for `key` at time `now` (seconds, any monotonic origin).
-    public func acquire(_ key: String, now: Double) -> Decision {
+    public func acquire(_ key: Key, now: Double) -> Decision {
         guard !limit.isUnlimited else { return .allowed }
         let rate = Double(limit.perMinute) / 60
         let capacity = Double(max(limit.burst, 1))
-        return state.withLockedValue { state in
-            if state.buckets.count >= maxKeys || now - state.lastSweep > 60 {
-                let idle = capacity / rate
-                state.buckets = state.buckets.filter { now - $0.value.updated < idle }
-                state.lastSweep = now
-            }
-            var bucket = state.buckets[key] ?? Bucket(tokens: capacity, updated: now)
+        var retired: [Key: Bucket] = [:]
+        let decision = state.withLockedValue { state -> Decision in
+            var bucket = state.young[key] ?? state.old.removeValue(forKey: key) ?? Bucket(tokens: capacity, updated: now)
             bucket.tokens = min(capacity, bucket.tokens + max(0, now - bucket.updated) * rate)
             bucket.updated = now
-            defer { state.buckets[key] = bucket }
+            let decision: Decision
             if bucket.tokens >= 1 {
                 bucket.tokens -= 1
-                return .allowed
+                decision = .allowed
+            } else {
+                decision = .limited(retryAfter: max(1, Int(((1 - bucket.tokens) / rate).rounded(.up))))
             }
-            return .limited(retryAfter: max(1, Int(((1 - bucket.tokens) / rate).rounded(.up))))
+            if state.young[key] == nil, state.young.count >= generationSize {
+                // Swap, and free the retired generation after the lock is released.
+                retired = state.old
+                state.old = state.young
+                state.young = [:]
+                state.young.reserveCapacity(generationSize)
+            }
+            state.young[key] = bucket
+            return decision
         }
+        _ = retired
+        return decision
     }
+
+    /// Buckets held now (both generations), for tests and metrics.
+    var count: Int { state.withLockedValue { $0.young.count + $0.old.count } }
+}
+
+/// A limit: sustained requests per minute and the burst allowed above it.
+public struct RateLimit: Sendable, Hashable {
+    public var perMinute: Int
+    public var burst: Int
+    public init(perMinute: Int, burst: Int) {
+        self.perMinute = perMinute
+        self.burst = burst
+    }
+    /// No limit at all (benchmarks, tests).
+    public static let unlimited = RateLimit(perMinute: 0, burst: 0)
+    var isUnlimited: Bool { perMinute <= 0 }
+}
+
+/// The outcome of one request.
+public enum RateLimitDecision: Equatable, Sendable {
+    case allowed
+    /// Refused; the client may retry after this many whole seconds (at least 1).
+    case limited(retryAfter: Int)
 }

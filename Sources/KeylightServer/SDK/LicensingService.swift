@@ -10,14 +10,14 @@ final class LicensingService: Sendable {
     let clock: any WallClock
     let touches: TouchBuffer
     let metrics: ServerMetrics
-    let licenseLimiter: RateLimiter
+    let licenseLimiter: RateLimiter<String>
     private let products = TTLCache<String, Product>(ttl: 5)
     private let configs = TTLCache<String, SignedProductConfig>(ttl: 60)
 
     /// How long a signed config stays valid for the app.
     static let configLifetime: Int64 = 7 * 86_400
 
-    init(database: Database, keyRing: KeyRing, clock: any WallClock, touches: TouchBuffer, metrics: ServerMetrics, licenseLimit: RateLimiter.Limit) {
+    init(database: Database, keyRing: KeyRing, clock: any WallClock, touches: TouchBuffer, metrics: ServerMetrics, licenseLimit: RateLimit) {
         self.database = database
         self.keyRing = keyRing
         self.clock = clock
@@ -157,7 +157,10 @@ final class LicensingService: Sendable {
         let machineHash = try Field.optional(body.machine_hash, "machine_hash", max: 128)
         try Field.telemetry(body)
         let now = clock.unixSeconds
-        try await database.recordKeyless(tenantId: product.tenantId, productId: product.id, instanceId: instanceId, state: state, machineHash: machineHash, now: now)
+        touches.sawKeyless(
+            KeylessInstall(tenantId: product.tenantId, productId: product.id, instanceId: instanceId),
+            KeylessSighting(state: state, machineHash: machineHash, at: now)
+        )
         return KeylessResponse(config: try config(for: product, now: now))
     }
 

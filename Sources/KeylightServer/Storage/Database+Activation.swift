@@ -102,9 +102,12 @@ extension Database {
                     \(bind: now), \(bind: now), \(bind: Int64?.none))
                 """).run()
             if let freeTierInstanceId {
+                // An upsert: the install's own check-in may still be in the write-behind buffer.
                 try await db.raw("""
-                    UPDATE keyless_installs SET converted_license_id = \(bind: grant.licenseId), last_seen_at = \(bind: now)
-                    WHERE tenant_id = \(bind: tenantId) AND product_id = \(bind: productId) AND instance_id = \(bind: freeTierInstanceId)
+                    INSERT INTO keyless_installs (tenant_id, product_id, instance_id, state, machine_hash, first_seen_at, last_seen_at, converted_license_id)
+                    VALUES (\(bind: tenantId), \(bind: productId), \(bind: freeTierInstanceId), 'free_tier', \(bind: String?.none), \(bind: now), \(bind: now), \(bind: grant.licenseId))
+                    ON CONFLICT (tenant_id, product_id, instance_id) DO UPDATE SET
+                        converted_license_id = excluded.converted_license_id, last_seen_at = excluded.last_seen_at
                     """).run()
             }
             try await outbox.enqueue(WebhookEvent(type: .instanceActivated, tenantId: tenantId, at: now, data: .init(
@@ -149,9 +152,12 @@ extension Database {
     }
 
     /// Records validation times and adds usage counts, many at once (the write-behind flush).
-    func touchInstances(_ times: [String: Int64], usage: [UsageDay: UsageCount] = [:]) async throws {
-        guard !times.isEmpty || !usage.isEmpty else { return }
+    func touchInstances(_ times: [String: Int64], usage: [UsageDay: UsageCount] = [:], keyless: [KeylessInstall: KeylessSighting] = [:]) async throws {
+        guard !times.isEmpty || !usage.isEmpty || !keyless.isEmpty else { return }
         try await write { db in
+            for (install, sighting) in keyless {
+                try await Self.upsertKeyless(db, install, sighting)
+            }
             for (id, at) in times {
                 try await db.raw("""
                     UPDATE instances SET last_validated_at = \(bind: at)
@@ -171,15 +177,25 @@ extension Database {
     }
 
     /// Records a keyless (trial or free-tier) install, or refreshes it.
-    func recordKeyless(tenantId: String, productId: String, instanceId: String, state: String, machineHash: String?, now: Int64) async throws {
+    private static func upsertKeyless(_ db: any SQLDatabase, _ install: KeylessInstall, _ sighting: KeylessSighting) async throws {
+        try await db.raw("""
+            INSERT INTO keyless_installs (tenant_id, product_id, instance_id, state, machine_hash, first_seen_at, last_seen_at)
+            VALUES (\(bind: install.tenantId), \(bind: install.productId), \(bind: install.instanceId), \(bind: sighting.state),
+                    \(bind: sighting.machineHash), \(bind: sighting.at), \(bind: sighting.at))
+            ON CONFLICT (tenant_id, product_id, instance_id) DO UPDATE SET
+                state = excluded.state, machine_hash = COALESCE(excluded.machine_hash, keyless_installs.machine_hash),
+                last_seen_at = excluded.last_seen_at
+            WHERE keyless_installs.last_seen_at <= excluded.last_seen_at
+            """).run()
+    }
+
+    /// Deletes keyless installs that never bought a license and were last seen before `cutoff`
+    /// (abandoned trials, and ids made up by whoever holds the public SDK key); answers how many.
+    func pruneKeyless(seenBefore cutoff: Int64) async throws -> Int {
         try await write { db in
             try await db.raw("""
-                INSERT INTO keyless_installs (tenant_id, product_id, instance_id, state, machine_hash, first_seen_at, last_seen_at)
-                VALUES (\(bind: tenantId), \(bind: productId), \(bind: instanceId), \(bind: state), \(bind: machineHash), \(bind: now), \(bind: now))
-                ON CONFLICT (tenant_id, product_id, instance_id) DO UPDATE SET
-                    state = excluded.state, machine_hash = COALESCE(excluded.machine_hash, keyless_installs.machine_hash),
-                    last_seen_at = excluded.last_seen_at
-                """).run()
+                DELETE FROM keyless_installs WHERE last_seen_at < \(bind: cutoff) AND converted_license_id IS NULL RETURNING instance_id
+                """).all().count
         }
     }
 }

@@ -51,17 +51,30 @@ extension Database {
         try await sql.raw("SELECT \(Self.userColumns) FROM dashboard_users ORDER BY email").all(decoding: DashboardUser.self)
     }
 
-    /// Counts a failed sign-in; locks the account for `lockFor` seconds once `threshold` failures
-    /// in a row are reached. Answers the user as updated.
-    func recordFailedLogin(userId: String, now: Int64, threshold: Int, lockFor: Int64) async throws -> DashboardUser? {
+    /// Counts a sign-in attempt for `email` before its password is checked (a success resets
+    /// the count): answers the user when the attempt may go on, nil when the email is unknown or
+    /// the account is locked. The attempt that reaches `threshold` locks the account for
+    /// `lockFor` seconds; once a lock has run out the count starts again from zero, so a slow
+    /// trickle of wrong guesses cannot keep the account locked for good.
+    func beginLoginAttempt(email: String, now: Int64, threshold: Int, lockFor: Int64) async throws -> DashboardUser? {
         try await write { db in
-            try await db.raw("""
+            let attempts: SQLQueryString = "(CASE WHEN locked_until <> 0 AND locked_until <= \(bind: now) THEN 1 ELSE failed_logins + 1 END)"
+            return try await db.raw("""
                 UPDATE dashboard_users SET
-                    failed_logins = failed_logins + 1,
-                    locked_until = CASE WHEN failed_logins + 1 >= \(bind: threshold) THEN \(bind: now + lockFor) ELSE locked_until END
-                WHERE id = \(bind: userId)
+                    failed_logins = \(attempts),
+                    locked_until = CASE WHEN \(attempts) >= \(bind: threshold) THEN \(bind: now + lockFor) ELSE 0 END
+                WHERE email = \(bind: email) AND locked_until <= \(bind: now)
                 RETURNING \(Self.userColumns)
                 """).first(decoding: DashboardUser.self)
+        }
+    }
+
+    /// Deletes a user (audited); false when there is none with that email.
+    func deleteDashboardUser(email: String, now: Int64, actor: Actor) async throws -> Bool {
+        try await write { db in
+            guard try await db.raw("DELETE FROM dashboard_users WHERE email = \(bind: email) RETURNING id").first() != nil else { return false }
+            try await Self.audit(db, at: now, actor: actor, action: "dashboard_user.delete", tenantId: nil, target: email)
+            return true
         }
     }
 

@@ -9,6 +9,9 @@ public struct Database: Sendable {
     private let closeConnections: @Sendable () async -> Void
     /// Where changes record their webhook events; nil records none.
     private(set) var outbox: WebhookOutbox?
+    /// How long one write transaction may take, waiting for the writer included, before its
+    /// caller is answered ``StorageError/timedOut`` (then a 503).
+    var writeDeadline: Duration = .seconds(15)
 
     init(sql: any SQLDatabase, driver: DriverTraits, close: @escaping @Sendable () async -> Void) {
         self.sql = sql
@@ -56,10 +59,12 @@ public struct Database: Sendable {
     /// Runs `body` in one write transaction on one connection: committed if it returns,
     /// rolled back if it throws. `body` must use only the database it is given.
     func write<R: Sendable>(_ body: @escaping @Sendable (any SQLDatabase) async throws -> R) async throws -> R {
-        if let writerGate {
-            return try await writerGate.withResource { _ in try await transaction(body) }
+        try await withDeadline(writeDeadline) { [self] in
+            if let writerGate {
+                return try await writerGate.withResource { _ in try await transaction(body) }
+            }
+            return try await transaction(body)
         }
-        return try await transaction(body)
     }
 
     private func transaction<R: Sendable>(_ body: @escaping @Sendable (any SQLDatabase) async throws -> R) async throws -> R {

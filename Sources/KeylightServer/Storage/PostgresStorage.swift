@@ -10,7 +10,7 @@ import SQLKit
 enum PostgresStorage {
     /// Connects to `url` (`postgres://user:pass@host:port/db[?sslmode=…]`) with a pool of about
     /// `poolSize` connections, and checks the database answers before returning.
-    static func open(url: String, poolSize: Int, searchPath: [String]? = nil, logger: Logger) async throws -> Database {
+    static func open(url: String, poolSize: Int, searchPath: [String]? = nil, queryDeadline: Duration = .seconds(10), logger: Logger) async throws -> Database {
         var configuration: SQLPostgresConfiguration
         do {
             configuration = try SQLPostgresConfiguration(url: url)
@@ -33,7 +33,9 @@ enum PostgresStorage {
             try? await pool.pool.shutdownAsync()
             throw StorageError.unreachable(redacting(url), reason: String(describing: error))
         }
-        return Database(sql: sql, driver: .postgres, close: { try? await pool.pool.shutdownAsync() })
+        // Every query gets a deadline: a connection the server dropped mid-query can leave it
+        // pending forever, and with it a request, a flush or the shutdown.
+        return Database(sql: DeadlineSQLDatabase(base: sql, deadline: queryDeadline), driver: .postgres, close: { try? await pool.pool.shutdownAsync() })
     }
 
     /// The URL without its password, for error messages and logs.

@@ -9,6 +9,8 @@ public struct StorageError: Error, Hashable, Sendable, CustomStringConvertible {
 
     /// The database is closed (the server is shutting down).
     public static let closed = Self(description: "database is closed")
+    /// A database call passed its deadline (the database or the connection to it is stuck).
+    public static let timedOut = Self(description: "database call timed out")
     /// A stored value could not be read back (corruption or a newer schema).
     public static func corrupt(_ what: String) -> Self { Self(description: "stored \(what) is unreadable") }
     /// The schema is newer than this build understands.
@@ -42,7 +44,7 @@ public struct StorageError: Error, Hashable, Sendable, CustomStringConvertible {
     /// True when `error` means the database cannot be reached right now (closed, locked past
     /// the busy timeout, connection lost): worth a 503 and a retry, not a 500.
     static func isUnavailable(_ error: any Error) -> Bool {
-        if let error = error as? StorageError { return error == .closed }
+        if let error = error as? StorageError { return error == .closed || error == .timedOut }
         if let error = error as? SQLiteError {
             switch error.reason {
             case .busy, .busyTimeout, .busyInSnapshot, .busyInRecovery, .locked, .ioError, .cantOpen, .full: return true

@@ -12,7 +12,7 @@ struct AdminCommand: AsyncParsableCommand {
     static let configuration = CommandConfiguration(
         commandName: "admin",
         abstract: "Administer the server's database directly (dashboard accounts).",
-        subcommands: [CreateUserCommand.self, ListUsersCommand.self]
+        subcommands: [CreateUserCommand.self, DeleteUserCommand.self, ListUsersCommand.self]
     )
 }
 
@@ -37,7 +37,9 @@ struct CreateUserCommand: AsyncParsableCommand {
     func run() async throws {
         let password = try Self.readPassword()
         let user = try await database.withMigrated { db in
-            try await DashboardAccounts(database: db).createUser(email: email, password: password, replacing: update)
+            try await PasswordHasher.withHasher { hasher in
+                try await DashboardAccounts(database: db, hasher: hasher).createUser(email: email, password: password, replacing: update)
+            }
         }
         Standard.line(update ? "password set for \(user.email)" : "created dashboard user \(user.email)")
     }
@@ -71,6 +73,27 @@ struct CreateUserCommand: AsyncParsableCommand {
             FileHandle.standardError.write(Data("\n".utf8))
         }
         return readLine(strippingNewline: true) ?? ""
+    }
+}
+
+struct DeleteUserCommand: AsyncParsableCommand {
+    static let configuration = CommandConfiguration(
+        commandName: "delete-user",
+        abstract: "Delete a dashboard user; their signed-in sessions end at once."
+    )
+
+    @OptionGroup var database: DatabaseOptions
+
+    @Option(help: "The user's email address.")
+    var email: String
+
+    func run() async throws {
+        try await database.withMigrated { db in
+            try await PasswordHasher.withHasher { hasher in
+                try await DashboardAccounts(database: db, hasher: hasher).deleteUser(email: email)
+            }
+        }
+        Standard.line("deleted dashboard user \(email.lowercased())")
     }
 }
 

@@ -71,6 +71,21 @@ struct ServeCommand: AsyncParsableCommand {
     @Option(help: "Seconds between checks for due outbound webhook deliveries.")
     var webhookPollInterval = 2
 
+    @Option(help: "Seconds a client may take to send one whole request; a slower one is answered 408 or closed.")
+    var requestTimeout = 30
+
+    @Option(help: "Seconds an idle keep-alive connection stays open.")
+    var idleTimeout = 60
+
+    @Option(help: "Seconds graceful shutdown may take (requests finish, buffered writes flush); then the process exits with status 1.")
+    var shutdownTimeout = 30
+
+    @Option(help: "Open connections per process; further ones are answered 503 and closed at once.")
+    var maxConnections = 10_000
+
+    @Option(help: "Proxies (CIDR[,CIDR...]) whose X-Forwarded-For names the client, for rate limits; also KEYLIGHT_TRUSTED_PROXIES. Default: none (the socket peer is the client).")
+    var trustedProxies: String?
+
     enum LogFormat: String, ExpressibleByArgument { case text, json }
 
     func run() async throws {
@@ -107,6 +122,20 @@ struct ServeCommand: AsyncParsableCommand {
             }
             configuration.stripeAPIBaseURL = base.hasSuffix("/") ? String(base.dropLast()) : base
         }
+        guard (1...86_400).contains(requestTimeout), (1...86_400).contains(idleTimeout), (1...1_000_000).contains(maxConnections), (1...3_600).contains(shutdownTimeout) else {
+            Standard.error("keylight: error: --request-timeout and --idle-timeout must be 1-86400 seconds, --shutdown-timeout 1-3600, --max-connections 1-1000000")
+            throw ExitCode(64)
+        }
+        configuration.connections.requestTimeout = .seconds(requestTimeout)
+        configuration.connections.idleTimeout = .seconds(idleTimeout)
+        configuration.connections.maxConnections = maxConnections
+        if let list = trustedProxies ?? environment["KEYLIGHT_TRUSTED_PROXIES"].flatMap({ $0.isEmpty ? nil : $0 }) {
+            guard let proxies = TrustedProxies(list: list) else {
+                Standard.error("keylight: error: --trusted-proxies must be a comma-separated list of addresses or CIDR networks")
+                throw ExitCode(64)
+            }
+            configuration.trustedProxies = proxies
+        }
         if let rateLimitAddress { configuration.limits.perAddress = rateLimitAddress.limit }
         if let rateLimitLicense { configuration.limits.perLicense = rateLimitLicense.limit }
 
@@ -128,7 +157,10 @@ struct ServeCommand: AsyncParsableCommand {
             "database": .string(database.resolvedDatabaseURL.map(Database.redacted(url:)) ?? database.databasePath), "signing_kid": .string(server.report.activeKid),
             "migrations_applied": .stringConvertible(server.report.appliedMigrations.count),
         ])
-        try await server.application.runService(gracefulShutdownSignals: [.sigterm, .sigint])
+        guard try await server.run(shutdownTimeout: .seconds(shutdownTimeout), logger: logger) else {
+            Standard.error("keylight: error: shut down with buffered writes the database did not take (see the log)")
+            throw ExitCode(1)
+        }
     }
 }
 
@@ -157,7 +189,7 @@ struct MigrateCommand: AsyncParsableCommand {
 
 /// `RATE` or `RATE/BURST` requests per minute.
 struct RateLimitOption: ExpressibleByArgument {
-    let limit: RateLimiter.Limit
+    let limit: RateLimit
 
     init?(argument: String) {
         let parts = argument.split(separator: "/").map { Int($0) }
