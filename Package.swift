@@ -143,7 +143,7 @@ let package = Package(
             // Depends on the executable so `swift test` builds the binary the tests run as a subprocess.
             name: "keylightTests",
             dependencies: [
-                "keylight", "KeylightCore", "KeylightServer",
+                "keylight", "KeylightCore", "KeylightServer", "KeylightTestSupport",
                 .product(name: "AsyncHTTPClient", package: "async-http-client"),
                 .product(name: "NIOConcurrencyHelpers", package: "swift-nio"),
                 .product(name: "NIOHTTP1", package: "swift-nio"),

@@ -11,8 +11,8 @@ import Testing
 @Suite(.serialized, .enabled(if: ProcessInfo.processInfo.environment["KEYLIGHT_TEST_POSTGRES_URL"] != nil, "KEYLIGHT_TEST_POSTGRES_URL is not set"))
 struct MultiProcessTests {
     /// A new, empty database on the test server; returns its URL.
-    static func freshDatabase() async throws -> String {
-        let base = try #require(ProcessInfo.processInfo.environment["KEYLIGHT_TEST_POSTGRES_URL"])
+    static func freshDatabase(on variable: String = "KEYLIGHT_TEST_POSTGRES_URL") async throws -> String {
+        let base = try #require(ProcessInfo.processInfo.environment[variable])
         var logger = Logger(label: "test")
         logger.logLevel = .critical
         let name = "kl_" + UUID().uuidString.lowercased().replacingOccurrences(of: "-", with: "")

@@ -14,17 +14,22 @@ struct GuardedHTTP1Channel: ServerChildChannel {
     let gauge: ConnectionGauge
 
     func setup(channel: any Channel, logger: Logger) -> EventLoopFuture<Value> {
-        guard gauge.admit() else {
+        let admitted = gauge.admit()
+        if admitted {
+            let gauge = self.gauge
+            channel.closeFuture.whenComplete { _ in gauge.release() }
+        } else {
             logger.debug("connection refused: open connection limit reached", metadata: ["limit": .stringConvertible(gauge.limit)])
-            // Straight to the socket: nothing is in the pipeline yet.
-            channel.writeAndFlush(ByteBuffer(bytes: RawResponses.overCapacity)).whenComplete { _ in channel.close(promise: nil) }
-            return channel.eventLoop.makeFailedFuture(ConnectionRefused())
         }
-        let gauge = self.gauge
-        channel.closeFuture.whenComplete { _ in gauge.release() }
         let timeout = TimeAmount(limits.requestTimeout)
+        // Over the limit the connection is still set up (a failed set-up would end the server's
+        // accept loop), but its first handler answers 503 and closes it before a byte is parsed.
         return inner.setup(channel: channel, logger: logger).flatMapThrowing { value in
             let operations = channel.pipeline.syncOperations
+            guard admitted else {
+                try operations.addHandler(OverCapacityHandler(), position: .first)
+                return value
+            }
             let deadline = RequestDeadlineHandler(timeout: timeout)
             try operations.addHandler(deadline, position: .first)
             let state = try operations.handler(type: HTTPConnectionStateHandler.self)
@@ -36,9 +41,32 @@ struct GuardedHTTP1Channel: ServerChildChannel {
     func handle(value: Value, logger: Logger) async {
         await inner.handle(value: value, logger: logger)
     }
+}
 
-    /// The accept path's answer to a connection over the limit (already sent, then closed).
-    struct ConnectionRefused: Error {}
+/// Answers 503 and closes: the whole life of a connection over the limit.
+final class OverCapacityHandler: ChannelInboundHandler, RemovableChannelHandler {
+    typealias InboundIn = ByteBuffer
+    typealias OutboundOut = ByteBuffer
+    private var answered = false
+
+    func handlerAdded(context: ChannelHandlerContext) {
+        if context.channel.isActive { refuse(context) }
+    }
+
+    func channelActive(context: ChannelHandlerContext) {
+        refuse(context)
+    }
+
+    /// Whatever the client sends is dropped unread.
+    func channelRead(context: ChannelHandlerContext, data: NIOAny) {}
+
+    private func refuse(_ context: ChannelHandlerContext) {
+        guard !answered else { return }
+        answered = true
+        context.writeAndFlush(wrapOutboundOut(ByteBuffer(bytes: RawResponses.overCapacity))).assumeIsolated().whenComplete { _ in
+            context.close(promise: nil)
+        }
+    }
 }
 
 extension HTTPServerBuilder {

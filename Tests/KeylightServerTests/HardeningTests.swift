@@ -1,0 +1,227 @@
+import Foundation
+import HTTPTypes
+import KeylightCore
+@testable import KeylightServer
+import NIOCore
+import Testing
+
+/// The server against hostile input, slow and numerous peers, and proxies.
+@Suite struct HardeningTests {
+    // MARK: Integer overflow on untrusted input
+
+    @Test func anExtremeStripeTimestampIsRefusedNotFatal() async throws {
+        for timestamp in [Int64.min, Int64.max, Int64.min + 1, -1] {
+            for now in [Int64.min, 0, 1_781_076_246, Int64.max] {
+                #expect(!WebhookSignature.isValid(header: "t=\(timestamp),v1=" + String(repeating: "00", count: 32), body: [], secret: "s", now: now))
+            }
+        }
+        // The tolerance still works at the edges it can reach.
+        let body = Array("{}".utf8)
+        #expect(WebhookSignature.isValid(header: WebhookSignature.header(timestamp: 1_000, body: body, secret: "s"), body: body, secret: "s", now: 1_300))
+        #expect(!WebhookSignature.isValid(header: WebhookSignature.header(timestamp: 1_000, body: body, secret: "s"), body: body, secret: "s", now: 1_301))
+        #expect(!WebhookSignature.isValid(header: WebhookSignature.header(timestamp: 1_000, body: body, secret: "s"), body: body, secret: "s", now: 1_300, tolerance: -1))
+
+        try await Harness().run { client in
+            _ = try await client.seed()
+            #expect(try await client.admin(.put, "/tenants/acme/stripe", ["webhook_secret": "whsec_test"]).status == .ok)
+            // Unauthenticated, before any signature check: this request used to trap the process.
+            let reply = try await client.request(.post, "/stripe/webhook/acme", headers: [.init("Stripe-Signature")!: "t=-9223372036854775808,v1=00"], body: "{}")
+            #expect(reply.status == .badRequest && reply.text.contains("Stripe-Signature"), "\(reply.status) \(reply.text)")
+            #expect(try await client.request(.get, "/healthz").status == .ok)
+        }
+    }
+
+    @Test func aHugeLeaseTTLInTheDashboardIsAFormErrorNotATrap() async throws {
+        try await Harness().run { client in
+            _ = try await client.seed()
+            try await DashboardTests.user(client)
+            let browser = DashboardBrowser(client)
+            #expect(try await browser.signIn(DashboardTests.email, DashboardTests.password).status == .seeOther)
+            _ = try await browser.get("/dashboard/t/acme/p/app")
+            for days in ["9223372036854775807", "106751991167300", "-5", "0"] {
+                let reply = try await browser.post("/dashboard/t/acme/p/app/key-types", [
+                    ("id", "big\(days.count)"), ("display_name", "Big"), ("activation_limit", "3"), ("lease_ttl_days", days),
+                ])
+                #expect(reply.status == .seeOther)
+                let page = try await browser.get("/dashboard/t/acme/p/app")
+                #expect(page.text.contains("lease_ttl_days must be between 1 and 366"), "\(days)")
+            }
+            #expect(try await client.database.keyTypes(tenantId: "acme", productId: "app").count == 1)
+        }
+    }
+
+    // MARK: Slow and numerous peers
+
+    static func live(_ configure: (inout Harness) -> Void = { _ in }, _ body: @escaping @Sendable (Client, Int) async throws -> Void) async throws {
+        var harness = Harness()
+        configure(&harness)
+        try await harness.run(.live) { client in
+            try await body(client, try #require(client.client.port))
+        }
+    }
+
+    @Test func aRequestWhoseHeadersNeverFinishIsAnswered408() async throws {
+        try await Self.live({ $0.configuration.connections.requestTimeout = .seconds(1) }) { _, port in
+            let slow = try await RawConnection.open(port: port)
+            try await slow.send("GET /healthz HTTP/1.1\r\nHost: x\r\nX-Slow: ")
+            let started = ContinuousClock.now
+            // One more byte now and then: a classic slowloris, which resets any idle timer.
+            let trickle = Task {
+                for _ in 0..<20 {
+                    try await Task.sleep(for: .milliseconds(200))
+                    try await slow.send("a")
+                }
+            }
+            let answer = try #require(try await slow.readUntilClosed(timeout: .seconds(10)), "still open after 10 s")
+            trickle.cancel()
+            #expect(answer.hasPrefix("HTTP/1.1 408 "))
+            #expect(answer.contains("REQUEST_TIMEOUT"))
+            #expect(ContinuousClock.now - started < .seconds(4))
+        }
+    }
+
+    @Test func aStalledBodyIsClosedAndAPromptRequestIsNot() async throws {
+        try await Self.live({ $0.configuration.connections.requestTimeout = .seconds(1) }) { client, port in
+            let seed = try await client.seed()
+            let stalled = try await RawConnection.open(port: port)
+            try await stalled.send("POST /acme/app/validate HTTP/1.1\r\nHost: x\r\nX-Keylight-SDK-Key: \(seed.sdkKey)\r\nContent-Type: application/json\r\nContent-Length: 100\r\n\r\n{\"license_key\"")
+            let started = ContinuousClock.now
+            #expect(try await stalled.readUntilClosed(timeout: .seconds(10)) != nil, "a stalled body kept its connection")
+            #expect(ContinuousClock.now - started < .seconds(4))
+
+            // A complete request on a keep-alive connection is answered however long the server then takes.
+            let prompt = try await RawConnection.open(port: port)
+            try await prompt.send("GET /healthz HTTP/1.1\r\nHost: x\r\nConnection: close\r\n\r\n")
+            let answer = try #require(try await prompt.readUntilClosed(timeout: .seconds(10)))
+            #expect(answer.hasPrefix("HTTP/1.1 200 "))
+        }
+    }
+
+    @Test func idleKeepAliveConnectionsAreClosed() async throws {
+        try await Self.live({ $0.configuration.connections.idleTimeout = .seconds(1) }) { _, port in
+            let idle = try await RawConnection.open(port: port)
+            try await idle.send("GET /healthz HTTP/1.1\r\nHost: x\r\n\r\n")
+            let started = ContinuousClock.now
+            let everything = try #require(try await idle.readUntilClosed(timeout: .seconds(10)), "idle connection kept open")
+            #expect(everything.hasPrefix("HTTP/1.1 200 "))
+            #expect(ContinuousClock.now - started >= .milliseconds(900))
+        }
+    }
+
+    @Test func threeHundredHalfOpenConnectionsDoNotStopHealthz() async throws {
+        try await Self.live { client, port in
+            var held: [RawConnection] = []
+            for _ in 0..<300 {
+                let connection = try await RawConnection.open(port: port)
+                try await connection.send("POST /admin/v1/tenants HTTP/1.1\r\nHost: x\r\nContent-Le")
+                held.append(connection)
+            }
+            let started = ContinuousClock.now
+            let probe = try await RawConnection.open(port: port)
+            try await probe.send("GET /healthz HTTP/1.1\r\nHost: x\r\nConnection: close\r\n\r\n")
+            let answer = try #require(try await probe.readUntilClosed(timeout: .seconds(5)))
+            let took = ContinuousClock.now - started
+            #expect(answer.hasPrefix("HTTP/1.1 200 "))
+            #expect(took < .seconds(1), "healthz took \(took) beside 300 half-open connections")
+            for connection in held { connection.close() }
+        }
+    }
+
+    @Test func connectionsOverTheCapAreRefusedAtOnce() async throws {
+        try await Self.live({ $0.configuration.connections.maxConnections = 5 }) { _, port in
+            var held: [RawConnection] = []
+            // The test client's own connection may count too: fill up to the cap.
+            for _ in 0..<5 { held.append(try await RawConnection.open(port: port)) }
+            let started = ContinuousClock.now
+            let extra = try await RawConnection.open(port: port)
+            let answer = try #require(try await extra.readUntilClosed(timeout: .seconds(5)), "over the cap but not refused")
+            #expect(answer.hasPrefix("HTTP/1.1 503 ") && answer.contains("Retry-After: 1"))
+            #expect(ContinuousClock.now - started < .seconds(1))
+            // Closing one frees a place.
+            for connection in held { connection.close() }
+            try await Task.sleep(for: .milliseconds(200))
+            let again = try await RawConnection.open(port: port)
+            try await again.send("GET /healthz HTTP/1.1\r\nHost: x\r\nConnection: close\r\n\r\n")
+            #expect(try await again.readUntilClosed(timeout: .seconds(5))?.hasPrefix("HTTP/1.1 200 ") == true)
+        }
+    }
+
+    // MARK: Proxies and rate-limit keys
+
+    @Test func forwardedForIsReadOnlyFromTrustedProxiesRightToLeft() throws {
+        let proxies = try #require(TrustedProxies(list: "10.0.0.0/8, 2001:db8:ff::/48,127.0.0.1"))
+        let proxy = try #require(IPAddress("10.1.2.3"))
+        let stranger = try #require(IPAddress("198.51.100.9"))
+        // From a trusted proxy: the right-most address that is not a proxy.
+        #expect(proxies.client(peer: proxy, forwardedFor: ["203.0.113.5"]) == IPAddress("203.0.113.5"))
+        #expect(proxies.client(peer: proxy, forwardedFor: ["1.1.1.1, 203.0.113.5, 10.9.9.9"]) == IPAddress("203.0.113.5"))
+        #expect(proxies.client(peer: proxy, forwardedFor: ["1.1.1.1", "203.0.113.5,10.9.9.9"]) == IPAddress("203.0.113.5"))
+        // A spoofed left part never wins, and garbage ends the walk at the last trusted hop.
+        #expect(proxies.client(peer: proxy, forwardedFor: ["evil, 10.0.0.1"]) == IPAddress("10.0.0.1"))
+        #expect(proxies.client(peer: proxy, forwardedFor: ["203.0.113.5:443"]) == proxy)
+        // From anyone else the header is ignored.
+        #expect(proxies.client(peer: stranger, forwardedFor: ["203.0.113.5"]) == stranger)
+        #expect(TrustedProxies.none.client(peer: proxy, forwardedFor: ["203.0.113.5"]) == proxy)
+        // IPv6 proxies and clients; clients bucketed per /64, IPv4 per address.
+        let v6proxy = try #require(IPAddress("2001:db8:ff:1::2"))
+        let a = try #require(proxies.client(peer: v6proxy, forwardedFor: ["2001:db8:1:2:aaaa::1"]))
+        let b = try #require(IPAddress("2001:db8:1:2:bbbb::7"))
+        #expect(a.rateLimitKey == b.rateLimitKey)
+        #expect(a.rateLimitKey != IPAddress("2001:db8:1:3::1")?.rateLimitKey)
+        #expect(IPAddress("192.0.2.1")?.rateLimitKey != IPAddress("192.0.2.2")?.rateLimitKey)
+        #expect(IPAddress("::ffff:192.0.2.1") == IPAddress("192.0.2.1"))
+        // Bad lists are refused whole.
+        #expect(TrustedProxies(list: "10.0.0.0/33") == nil && TrustedProxies(list: "proxy.example.com") == nil && TrustedProxies(list: "::/129") == nil)
+        #expect(TrustedProxies(list: "0.0.0.0/0")?.client(peer: stranger, forwardedFor: ["203.0.113.5"]) == IPAddress("203.0.113.5"))
+    }
+
+    @Test func behindATrustedProxyEachClientHasItsOwnBucket() async throws {
+        var limits = ServerLimits.unlimited
+        limits.perAddress = RateLimit(perMinute: 1, burst: 2)
+        for trusted in [true, false] {
+            try await Self.live({
+                $0.configuration.limits = limits
+                if trusted { $0.configuration.trustedProxies = TrustedProxies(list: "127.0.0.0/8,::1")! }
+            }) { client, _ in
+                var statuses: [HTTPResponse.Status] = []
+                for forwardedFor in ["203.0.113.1", "203.0.113.1", "203.0.113.1", "203.0.113.2"] {
+                    statuses.append(try await client.request(.get, "/admin/v1/tenants", headers: [
+                        .authorization: "Bearer \(Harness.adminToken)", .init("X-Forwarded-For")!: forwardedFor,
+                    ]).status)
+                }
+                // Another client behind the same proxy has its own bucket only when the proxy is trusted.
+                #expect(statuses == [.ok, .ok, .tooManyRequests, trusted ? .ok : .tooManyRequests], "trusted: \(trusted)")
+            }
+        }
+    }
+
+    @Test func theRateLimitTableStaysBoundedAndForgetsOnlyIdleKeys() {
+        let limiter = RateLimiter<Int>(limit: RateLimit(perMinute: 60, burst: 1), maxKeys: 100)
+        #expect(limiter.acquire(-1, now: 0) == .allowed)
+        #expect(limiter.acquire(-1, now: 0) != .allowed)
+        for key in 0..<10_000 {
+            _ = limiter.acquire(key, now: 0)
+            // A key in use is kept across generations: touched every 40 new keys (< 50 per generation).
+            if key % 40 == 0 { #expect(limiter.acquire(-1, now: 0) != .allowed) }
+        }
+        #expect(limiter.count <= 100)
+    }
+
+    // MARK: Password hashing
+
+    @Test func passwordChecksPastTheQueueAreRefusedNotQueued() async throws {
+        let hasher = PasswordHasher(threads: 1, capacity: 2)
+        let hash = try await hasher.hash("a password that is long", cost: 12)
+        let outcomes = await withTaskGroup(of: Bool.self) { group in
+            for _ in 0..<6 {
+                group.addTask {
+                    do { _ = try await hasher.verify("a password that is long", hash: hash); return true } catch { return false }
+                }
+            }
+            return await group.reduce(into: [Bool]()) { $0.append($1) }
+        }
+        await hasher.shutdown()
+        #expect(outcomes.contains(false), "six checks on a queue of two all ran")
+        #expect(outcomes.contains(true))
+    }
+}

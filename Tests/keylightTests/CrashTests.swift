@@ -1,0 +1,123 @@
+import AsyncHTTPClient
+import Foundation
+import KeylightCore
+import NIOConcurrencyHelpers
+import KeylightTestSupport
+import Testing
+
+/// `keylight serve` killed without warning, and shut down while its database misbehaves.
+@Suite(.serialized) struct CrashTests {
+    enum Backend: String, CaseIterable, CustomTestStringConvertible {
+        case sqlite, postgres
+        var testDescription: String { rawValue }
+    }
+
+    static let environment = ["KEYLIGHT_ADMIN_TOKEN": "t", "KEYLIGHT_MASTER_KEY": Base64.encode([UInt8](repeating: 7, count: 32))]
+    static let auth = [("Authorization", "Bearer t")]
+
+    /// Where a server of `backend` keeps its data: the arguments and SQLite path to start it with.
+    static func storage(_ backend: Backend) async throws -> (database: String, arguments: [String]) {
+        let sqlite = try temporaryDirectory().appendingPathComponent("crash.sqlite").path
+        let limits = ["--rate-limit-address", "0", "--rate-limit-license", "0"]
+        switch backend {
+        case .sqlite:
+            return (sqlite, limits)
+        case .postgres:
+            guard ProcessInfo.processInfo.environment["KEYLIGHT_TEST_POSTGRES_URL"] != nil else {
+                try PrerequisiteGate.missing("KEYLIGHT_TEST_POSTGRES_URL (a PostgreSQL server)")
+                return (sqlite, limits)
+            }
+            return (sqlite, ["--database-url", try await MultiProcessTests.freshDatabase()] + limits)
+        }
+    }
+
+    /// Creates tenant acme, product app, key type pro (1,000 seats) and one license.
+    static func seed(_ server: ServerProcess) async throws -> (sdkKey: String, key: String, licenseId: String) {
+        let http = HTTPClient.shared
+        _ = try await server.request(.POST, "/admin/v1/tenants", headers: auth, json: #"{"id":"acme","name":"Acme"}"#, using: http)
+        let product = try await server.request(.POST, "/admin/v1/tenants/acme/products", headers: auth, json: #"{"id":"app","name":"App","key_prefix":"ACME","trial_duration_days":14,"free_tier_enabled":false}"#, using: http)
+        _ = try await server.request(.POST, "/admin/v1/tenants/acme/products/app/key-types", headers: auth, json: #"{"id":"pro","display_name":"Pro","activation_limit":1000,"duration_days":null,"fallback_access":false,"entitlements":[]}"#, using: http)
+        let license = try await server.request(.POST, "/admin/v1/tenants/acme/products/app/licenses", headers: auth, json: #"{"key_type_id":"pro"}"#, using: http)
+        return (try #require(product.body["sdk_key"] as? String), try #require(license.body["license_key"] as? String), try #require(license.body["id"] as? String))
+    }
+
+    @Test(arguments: Backend.allCases)
+    func killNineLosesNoAcknowledgedActivation(backend: Backend) async throws {
+        let (database, arguments) = try await Self.storage(backend)
+        let http = HTTPClient.shared
+        let server = try await ServerProcess(database: database, environment: Self.environment, arguments: arguments)
+        let (sdkKey, key, licenseId) = try await Self.seed(server)
+
+        // SIGKILL when the 25th activation is answered: no flush, no shutdown, nothing but what was committed.
+        let answered = NIOLockedValueBox(0)
+        let acknowledged = try await withThrowingTaskGroup(of: String?.self) { group in
+            for index in 0..<200 {
+                group.addTask {
+                    let reply = try? await server.request(.POST, "/acme/app/activate", headers: [("X-Keylight-SDK-Key", sdkKey)],
+                                                          json: #"{"license_key":"\#(key)","instance_name":"n","machine_hash":"m\#(index)"}"#, timeout: .seconds(5), using: http)
+                    guard reply?.status == 200, let id = reply?.body["instance_id"] as? String else { return nil }
+                    if answered.withLockedValue({ $0 += 1; return $0 }) == 25 { _ = kill(server.process.processIdentifier, SIGKILL) }
+                    return id
+                }
+            }
+            return try await group.reduce(into: [String]()) { if let id = $1 { $0.append(id) } }
+        }
+        server.process.waitUntilExit()
+        #expect(server.process.terminationReason == .uncaughtSignal && server.process.terminationStatus == SIGKILL)
+        #expect(acknowledged.count >= 25)
+
+        let restarted = try await ServerProcess(database: database, environment: Self.environment, arguments: arguments)
+        let detail = try await restarted.request(.GET, "/admin/v1/tenants/acme/products/app/licenses/\(licenseId)", headers: Self.auth, using: http)
+        let stored = Set(((detail.body["instances"] as? [[String: Any]]) ?? []).compactMap { $0["instance_id"] as? String })
+        #expect(Set(acknowledged).isSubset(of: stored), "acknowledged but lost: \(Set(acknowledged).subtracting(stored).count)")
+        #expect(detail.body["active_instances"] as? Int == stored.count)
+        #expect(await restarted.terminate() == 0)
+    }
+
+    /// PostgreSQL restarted under load, then SIGTERM: the process exits within its shutdown
+    /// bound (it used to wait forever on a query left pending on a killed connection).
+    @Test func sigtermAfterPostgresRestartsMidLoadExitsInTime() async throws {
+        let environment = ProcessInfo.processInfo.environment
+        // A PostgreSQL server of its own: restarting the shared one would break the tests running beside this one.
+        guard let restart = environment["KEYLIGHT_TEST_POSTGRES_RESTART"], environment["KEYLIGHT_TEST_POSTGRES_RESTARTABLE_URL"] != nil else {
+            try PrerequisiteGate.missing("KEYLIGHT_TEST_POSTGRES_RESTARTABLE_URL and KEYLIGHT_TEST_POSTGRES_RESTART (a PostgreSQL server and a command that restarts it)")
+            return
+        }
+        let database = try temporaryDirectory().appendingPathComponent("unused.sqlite").path
+        let arguments = ["--database-url", try await MultiProcessTests.freshDatabase(on: "KEYLIGHT_TEST_POSTGRES_RESTARTABLE_URL"), "--rate-limit-address", "0", "--rate-limit-license", "0"]
+        let http = HTTPClient.shared
+        let server = try await ServerProcess(database: database, environment: Self.environment, arguments: arguments + ["--shutdown-timeout", "5"])
+        let (sdkKey, key, _) = try await Self.seed(server)
+        // Load: activations and validations in flight while the database restarts.
+        let load = Task {
+            await withTaskGroup(of: Void.self) { group in
+                for index in 0..<300 {
+                    group.addTask {
+                        _ = try? await server.request(.POST, "/acme/app/activate", headers: [("X-Keylight-SDK-Key", sdkKey)],
+                                                      json: #"{"license_key":"\#(key)","instance_name":"n","machine_hash":"r\#(index)"}"#, timeout: .seconds(20), using: http)
+                    }
+                }
+            }
+        }
+        try await Task.sleep(for: .milliseconds(150))
+        let restarter = Process()
+        restarter.executableURL = URL(fileURLWithPath: "/bin/sh")
+        restarter.arguments = ["-c", restart]
+        try restarter.run()
+        restarter.waitUntilExit()
+        #expect(restarter.terminationStatus == 0)
+        try await Task.sleep(for: .milliseconds(300))
+        let signalled = ContinuousClock.now
+        kill(server.process.processIdentifier, SIGTERM)
+        while server.process.isRunning, ContinuousClock.now - signalled < .seconds(30) {
+            try await Task.sleep(for: .milliseconds(50))
+        }
+        let took = ContinuousClock.now - signalled
+        #expect(!server.process.isRunning, "still running 30 s after SIGTERM")
+        if server.process.isRunning { kill(server.process.processIdentifier, SIGKILL) }
+        // 5 s of graceful shutdown, then 5 s more at most before the watchdog ends it.
+        #expect(took < .seconds(12), "exited after \(took)")
+        load.cancel()
+        _ = await load.value
+    }
+}
