@@ -44,7 +44,8 @@ public struct IntermediateKeyCertificate: Hashable, Sendable {
     }
 }
 
-/// Whole days since 1970-01-01 UTC for Unix seconds `now`.
+/// Whole days since 1970-01-01 UTC for Unix seconds `now` (rounded down, for any Int64: a
+/// clock set to an absurd time must not trap).
 public func keylightDay(_ now: Int64) -> Int64 {
-    now >= 0 ? now / 86_400 : (now - 86_399) / 86_400
+    now >= 0 ? now / 86_400 : -((-(now + 1)) / 86_400) - 1
 }
