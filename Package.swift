@@ -99,6 +99,12 @@ let package = Package(
                 .product(name: "ArgumentParser", package: "swift-argument-parser"),
             ]
         ),
+        .executableTarget(
+            // libFuzzer entry points for the parsers of untrusted bytes; an ordinary build replays
+            // the corpus in Fuzz/Corpus (see .ci/fuzz).
+            name: "keylight-fuzz",
+            dependencies: ["KeylightCore", .product(name: "Crypto", package: "swift-crypto")]
+        ),
         .target(
             // Live HTTP servers that record requests (webhook receivers, a fake Stripe) for the tests.
             name: "KeylightTestSupport",

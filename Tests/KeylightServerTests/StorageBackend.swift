@@ -32,7 +32,13 @@ enum StorageBackend: String, CaseIterable, Sendable, CustomTestStringConvertible
             let url = try #require(Self.postgresURL)
             database = try await PostgresStorage.open(url: url, poolSize: poolSize, searchPath: [try await Self.freshSchema(url: url)], logger: Harness.logger)
         }
-        try await database.migrate(logger: Harness.logger)
+        do {
+            try await database.migrate(logger: Harness.logger)
+        } catch {
+            // An open pool must be shut down before it is released (async-kit asserts it).
+            await database.close()
+            throw error
+        }
         return database
     }
 

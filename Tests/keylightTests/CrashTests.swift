@@ -62,7 +62,7 @@ import Testing
             }
             return try await group.reduce(into: [String]()) { if let id = $1 { $0.append(id) } }
         }
-        server.process.waitUntilExit()
+        #expect(try await Self.exits(server.process, within: .seconds(10)))
         #expect(server.process.terminationReason == .uncaughtSignal && server.process.terminationStatus == SIGKILL)
         #expect(acknowledged.count >= 25)
 
@@ -72,6 +72,32 @@ import Testing
         #expect(Set(acknowledged).isSubset(of: stored), "acknowledged but lost: \(Set(acknowledged).subtracting(stored).count)")
         #expect(detail.body["active_instances"] as? Int == stored.count)
         #expect(await restarted.terminate() == 0)
+    }
+
+    /// Polls until `process` has exited (Foundation's `waitUntilExit` can miss the exit when called
+    /// from a concurrency thread); false after `limit`.
+    static func exits(_ process: Process, within limit: Duration) async throws -> Bool {
+        let deadline = ContinuousClock.now + limit
+        while process.isRunning, ContinuousClock.now < deadline { try await Task.sleep(for: .milliseconds(50)) }
+        return !process.isRunning
+    }
+
+    /// Runs `command` with /bin/sh and answers its exit status (nil if still running after `limit`).
+    /// posix_spawn and waitpid on its pid: Foundation's Process missed the exit of this short-lived
+    /// child (isRunning stayed true after it had been reaped).
+    static func shell(_ command: String, within limit: Duration) async throws -> Int32? {
+        var pid: pid_t = 0
+        let words: [String] = ["/bin/sh", "-c", command]
+        let argv: [UnsafeMutablePointer<CChar>?] = words.map { strdup($0) } + [nil]
+        defer { for pointer in argv { free(pointer) } }
+        guard posix_spawn(&pid, "/bin/sh", nil, nil, argv, environ) == 0 else { return nil }
+        let deadline = ContinuousClock.now + limit
+        var status: Int32 = 0
+        while waitpid(pid, &status, WNOHANG) == 0 {
+            guard ContinuousClock.now < deadline else { kill(pid, SIGKILL); return nil }
+            try await Task.sleep(for: .milliseconds(50))
+        }
+        return (status >> 8) & 0xFF
     }
 
     /// PostgreSQL restarted under load, then SIGTERM: the process exits within its shutdown
@@ -100,12 +126,7 @@ import Testing
             }
         }
         try await Task.sleep(for: .milliseconds(150))
-        let restarter = Process()
-        restarter.executableURL = URL(fileURLWithPath: "/bin/sh")
-        restarter.arguments = ["-c", restart]
-        try restarter.run()
-        restarter.waitUntilExit()
-        #expect(restarter.terminationStatus == 0)
+        #expect(try await Self.shell(restart, within: .seconds(60)) == 0, "the restart command failed or did not finish")
         try await Task.sleep(for: .milliseconds(300))
         let signalled = ContinuousClock.now
         kill(server.process.processIdentifier, SIGTERM)

@@ -11,10 +11,15 @@ public struct Database: Sendable {
     private(set) var outbox: WebhookOutbox?
     /// How long one write transaction may take, waiting for the writer included, before its
     /// caller is answered ``StorageError/timedOut`` (then a 503).
-    var writeDeadline: Duration = .seconds(15)
+    var writeDeadline: Duration = .seconds(60)
 
-    init(sql: any SQLDatabase, driver: DriverTraits, close: @escaping @Sendable () async -> Void) {
+    /// The same database without per-query deadlines (migrations: waiting for another process's
+    /// migration lock, or a long `CREATE INDEX`, is expected there).
+    private let sqlWithoutDeadlines: any SQLDatabase
+
+    init(sql: any SQLDatabase, withoutDeadlines: (any SQLDatabase)? = nil, driver: DriverTraits, close: @escaping @Sendable () async -> Void) {
         self.sql = sql
+        self.sqlWithoutDeadlines = withoutDeadlines ?? sql
         self.capabilities = StorageCapabilities(database: sql, driver: driver)
         self.writerGate = capabilities.serializesWritersInProcess ? AsyncResourcePool([()]) : nil
         self.closeConnections = close
@@ -59,15 +64,26 @@ public struct Database: Sendable {
     /// Runs `body` in one write transaction on one connection: committed if it returns,
     /// rolled back if it throws. `body` must use only the database it is given.
     func write<R: Sendable>(_ body: @escaping @Sendable (any SQLDatabase) async throws -> R) async throws -> R {
-        try await withDeadline(writeDeadline) { [self] in
-            if let writerGate {
-                return try await writerGate.withResource { _ in try await transaction(body) }
-            }
-            return try await transaction(body)
-        }
+        try await withDeadline(writeDeadline) { [self] in try await writeInTransaction(body) }
     }
 
-    private func transaction<R: Sendable>(_ body: @escaping @Sendable (any SQLDatabase) async throws -> R) async throws -> R {
+    /// ``write(_:)`` with no deadline on the transaction as a whole (its queries keep theirs):
+    /// for migrations, which may wait for another process's and may take long on a big table.
+    func writeWithoutDeadline<R: Sendable>(_ body: @escaping @Sendable (any SQLDatabase) async throws -> R) async throws -> R {
+        if let writerGate {
+            return try await writerGate.withResource { _ in try await transaction(on: sqlWithoutDeadlines, body) }
+        }
+        return try await transaction(on: sqlWithoutDeadlines, body)
+    }
+
+    private func writeInTransaction<R: Sendable>(_ body: @escaping @Sendable (any SQLDatabase) async throws -> R) async throws -> R {
+        if let writerGate {
+            return try await writerGate.withResource { _ in try await transaction(on: sql, body) }
+        }
+        return try await transaction(on: sql, body)
+    }
+
+    private func transaction<R: Sendable>(on sql: any SQLDatabase, _ body: @escaping @Sendable (any SQLDatabase) async throws -> R) async throws -> R {
         let begin = capabilities.beginWrite
         return try await sql.withSession { session in
             try await session.raw(SQLQueryString(begin)).run()

@@ -10,7 +10,7 @@ import SQLKit
 enum PostgresStorage {
     /// Connects to `url` (`postgres://user:pass@host:port/db[?sslmode=…]`) with a pool of about
     /// `poolSize` connections, and checks the database answers before returning.
-    static func open(url: String, poolSize: Int, searchPath: [String]? = nil, queryDeadline: Duration = .seconds(10), logger: Logger) async throws -> Database {
+    static func open(url: String, poolSize: Int, searchPath: [String]? = nil, queryDeadline: Duration = .seconds(30), logger: Logger) async throws -> Database {
         var configuration: SQLPostgresConfiguration
         do {
             configuration = try SQLPostgresConfiguration(url: url)
@@ -35,7 +35,7 @@ enum PostgresStorage {
         }
         // Every query gets a deadline: a connection the server dropped mid-query can leave it
         // pending forever, and with it a request, a flush or the shutdown.
-        return Database(sql: DeadlineSQLDatabase(base: sql, deadline: queryDeadline), driver: .postgres, close: { try? await pool.pool.shutdownAsync() })
+        return Database(sql: DeadlineSQLDatabase(base: sql, deadline: queryDeadline), withoutDeadlines: sql, driver: .postgres, close: { try? await pool.pool.shutdownAsync() })
     }
 
     /// The URL without its password, for error messages and logs.
