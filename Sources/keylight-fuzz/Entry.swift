@@ -6,8 +6,24 @@ import Foundation
 // libFuzzer calls from one thread at a time (no -fork or -jobs here): no lock needed.
 nonisolated(unsafe) private var target: (@Sendable ([UInt8]) -> Void)?
 
+@_silgen_name("LLVMFuzzerRunDriver")
+private func runFuzzerDriver(
+    _ argc: UnsafeMutablePointer<CInt>, _ argv: UnsafeMutablePointer<UnsafeMutablePointer<UnsafeMutablePointer<CChar>?>?>,
+    _ callback: @convention(c) (UnsafePointer<UInt8>?, Int) -> CInt
+) -> CInt
+
+/// SwiftPM links an executable's entry point as `<module>_main`; libFuzzer's own `main` is never
+/// reached, so this one hands the command line to libFuzzer's driver.
+@_cdecl("keylight_fuzz_main")
+public func fuzzerMain(_ argc: CInt, _ argv: UnsafeMutablePointer<UnsafeMutablePointer<CChar>?>?) -> CInt {
+    var argc = argc
+    var argv = argv
+    return runFuzzerDriver(&argc, &argv, fuzzOneInput)
+}
+
 @_cdecl("LLVMFuzzerTestOneInput")
-public func fuzzOneInput(_ data: UnsafePointer<UInt8>, _ size: Int) -> CInt {
+public func fuzzOneInput(_ data: UnsafePointer<UInt8>?, _ size: Int) -> CInt {
+    guard let data else { return 0 }
     if target == nil {
         guard let (_, selected) = FuzzTargets.selected(arguments: []) else {
             fatalError("set KEYLIGHT_FUZZ_TARGET to one of \(FuzzTargets.all.keys.sorted())")

@@ -1,0 +1,335 @@
+#!/usr/bin/env bash
+# Contract test of openapi.yaml against a live `keylight serve`, with schemathesis.
+#
+#   .ci/schemathesis.sh path/to/keylight
+#
+# The caller installs schemathesis (pinned: python3 -m pip install "schemathesis==4.32.5"); this script
+# only imports it. It starts the server on a free loopback port with a throwaway SQLite database and a
+# known admin token, seeds a tenant, a product, key types and licenses through the admin API, then runs
+# the examples, coverage, fuzzing and stateful (OpenAPI links) phases with every check. Exits non-zero on
+# any failure; the server is always stopped. Bounded: the whole script gives up after about 6 minutes.
+#
+# Loopback only: the server's outbound calls are fenced off. Webhook deliveries are polled once a day
+# (--webhook-poll-interval), so the endpoints schemathesis registers are never called, and Stripe's API
+# base points at a fake Stripe on loopback started here.
+#
+# Environment (all optional):
+#   SCHEMATHESIS_MAX_EXAMPLES  test cases per operation and phase (default 60)
+#   SCHEMATHESIS_SEED          seed (default fixed, so runs are comparable; "random" for a fresh one)
+#   SCHEMATHESIS_WORKERS       concurrent workers (default 2)
+#   SCHEMATHESIS_REPORT_DIR    where to keep the reports (JUnit, NDJSON) and the server log (default: a temp dir, removed)
+#   SCHEMATHESIS_TIMEOUT       seconds for the schemathesis run itself (default 300)
+#   SCHEMATHESIS_ALLOW_OTHER_VERSION=1  run with a schemathesis other than the pinned one
+#   SCHEMATHESIS_EXTRA_ARGS    more `schemathesis run` options, split on spaces (e.g. "--exclude-checks unsupported_method")
+set -euo pipefail
+
+PINNED_VERSION="4.32.5"
+ADMIN_TOKEN="kl_admin_schemathesis_ci_0123456789abcdef"
+STRIPE_WEBHOOK_SECRET="whsec_schemathesis_ci"
+STRIPE_SECRET_KEY="sk_test_schemathesis_ci"
+
+if [ $# -ne 1 ] || [ ! -x "$1" ]; then
+  echo "usage: $0 path/to/keylight   (an executable keylight binary)" >&2
+  exit 2
+fi
+binary=$(cd "$(dirname "$1")" && pwd)/$(basename "$1")
+root=$(cd "$(dirname "$0")/.." && pwd)
+spec="$root/openapi.yaml"
+
+# The whole script, bounded: re-run under `timeout` once (the server and helpers are children, killed by the trap).
+if [ -z "${KEYLIGHT_SCHEMATHESIS_BOUNDED:-}" ]; then
+  export KEYLIGHT_SCHEMATHESIS_BOUNDED=1
+  exec timeout --kill-after=10 350 bash "$0" "$@"
+fi
+
+echo "== schemathesis"
+version=$(python3 -c 'import schemathesis; print(schemathesis.__version__)')
+echo "schemathesis $version (pinned: $PINNED_VERSION)"
+if [ "$version" != "$PINNED_VERSION" ] && [ "${SCHEMATHESIS_ALLOW_OTHER_VERSION:-}" != 1 ]; then
+  echo "CI: install the pinned version: python3 -m pip install 'schemathesis==$PINNED_VERSION' (or set SCHEMATHESIS_ALLOW_OTHER_VERSION=1)" >&2
+  exit 2
+fi
+
+work=$(mktemp -d /tmp/keylight-schemathesis.XXXXXX)
+server_pid=""
+stripe_pid=""
+cleanup() {
+  status=$?
+  for pid in $server_pid $stripe_pid; do
+    if kill -0 "$pid" 2>/dev/null; then
+      kill -TERM "$pid" 2>/dev/null || true
+      for _ in $(seq 50); do kill -0 "$pid" 2>/dev/null || break; sleep 0.1; done
+      kill -KILL "$pid" 2>/dev/null || true
+    fi
+  done
+  if [ -n "${SCHEMATHESIS_REPORT_DIR:-}" ]; then
+    mkdir -p "$SCHEMATHESIS_REPORT_DIR"
+    cp "$work/server.log" "$SCHEMATHESIS_REPORT_DIR/" 2>/dev/null || true
+  elif [ "$status" != 0 ] && [ -f "$work/server.log" ]; then
+    echo "== server log (last 40 lines)" >&2
+    tail -n 40 "$work/server.log" >&2 || true
+  fi
+  rm -rf "$work"
+  exit "$status"
+}
+trap cleanup EXIT
+trap 'exit 143' TERM INT
+
+free_port() { python3 -c 'import socket; s=socket.socket(); s.bind(("127.0.0.1", 0)); print(s.getsockname()[1])'; }
+
+# ---------------------------------------------------------------- fake Stripe (loopback)
+cat > "$work/fake_stripe.py" <<'PY'
+"""Answers POST /v1/checkout/sessions like Stripe's API, on loopback, so checkouts can succeed."""
+import itertools, json, sys
+from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+
+counter = itertools.count(1)
+
+class Handler(BaseHTTPRequestHandler):
+    def do_POST(self):
+        length = int(self.headers.get("Content-Length") or 0)
+        self.rfile.read(length)
+        if self.path == "/v1/checkout/sessions":
+            session = f"cs_test_ci{next(counter):08d}"
+            status, body = 200, {"id": session, "object": "checkout.session", "url": f"https://checkout.stripe.com/c/pay/{session}"}
+        else:
+            status, body = 404, {"error": {"message": "Unrecognized request URL."}}
+        data = json.dumps(body).encode()
+        self.send_response(status)
+        self.send_header("Content-Type", "application/json")
+        self.send_header("Content-Length", str(len(data)))
+        self.end_headers()
+        self.wfile.write(data)
+
+    def log_message(self, *args):
+        pass
+
+ThreadingHTTPServer(("127.0.0.1", int(sys.argv[1])), Handler).serve_forever()
+PY
+stripe_port=$(free_port)
+python3 "$work/fake_stripe.py" "$stripe_port" &
+stripe_pid=$!
+
+# ---------------------------------------------------------------- server
+port=$(free_port)
+base="http://127.0.0.1:$port"
+echo "== keylight serve on $base ($binary)"
+env -u KEYLIGHT_DATABASE_URL -u KEYLIGHT_MASTER_KEY -u KEYLIGHT_PUBLIC_URL -u KEYLIGHT_TRUSTED_PROXIES -u KEYLIGHT_STRIPE_API_BASE \
+  KEYLIGHT_ADMIN_TOKEN="$ADMIN_TOKEN" \
+  "$binary" serve --host 127.0.0.1 --port "$port" --db "$work/keylight.sqlite" \
+    --rate-limit-address 0 --rate-limit-license 0 \
+    --webhook-poll-interval 86400 --stripe-api-base "http://127.0.0.1:$stripe_port" \
+    --log-level warning >"$work/server.log" 2>&1 &
+server_pid=$!
+healthy() { python3 -c 'import sys, urllib.request; urllib.request.urlopen(sys.argv[1] + "/healthz", timeout=2)' "$base" 2>/dev/null; }
+for _ in $(seq 300); do
+  if healthy; then break; fi
+  if ! kill -0 "$server_pid" 2>/dev/null; then echo "CI: keylight serve exited:" >&2; cat "$work/server.log" >&2; exit 1; fi
+  sleep 0.1
+done
+healthy || { echo "CI: keylight serve did not answer /healthz within 30 s" >&2; exit 1; }
+
+# ---------------------------------------------------------------- seed
+cat > "$work/seed.py" <<'PY'
+"""Seeds what positive and stateful tests need, and prints the values the config binds (JSON)."""
+import json, os, sys, urllib.request
+
+base, token = os.environ["KL_BASE"], os.environ["KL_ADMIN_TOKEN"]
+
+def call(method, path, body=None, headers=None, expect=(200, 201)):
+    data = None if body is None else json.dumps(body).encode()
+    request = urllib.request.Request(base + path, data=data, method=method)
+    request.add_header("Content-Type", "application/json")
+    for name, value in (headers or {"Authorization": f"Bearer {token}"}).items():
+        request.add_header(name, value)
+    try:
+        with urllib.request.urlopen(request, timeout=10) as response:
+            status, text = response.status, response.read()
+    except urllib.error.HTTPError as error:
+        status, text = error.code, error.read()
+    if status not in expect:
+        sys.exit(f"seed: {method} {path} answered {status}: {text[:300]!r}")
+    return json.loads(text)
+
+call("POST", "/admin/v1/tenants", {"id": "acme", "name": "Acme Software"})
+product = call("POST", "/admin/v1/tenants/acme/products",
+               {"id": "app", "name": "Photo App", "key_prefix": "ACME", "trial_duration_days": 14, "free_tier_enabled": True})
+kt = "/admin/v1/tenants/acme/products/app/key-types"
+call("POST", kt, {"id": "pro", "display_name": "Pro", "activation_limit": 100000, "duration_days": None,
+                  "fallback_access": True, "entitlements": ["pro", "export:raw"], "stripe_price_id": "price_ci_pro"})
+call("POST", kt, {"id": "basic", "display_name": "Basic", "activation_limit": 100000, "duration_days": 365,
+                  "fallback_access": False, "entitlements": [], "stripe_price_id": "price_ci_basic", "stripe_mode": "subscription"})
+licenses = "/admin/v1/tenants/acme/products/app/licenses"
+sdk = {"X-Keylight-SDK-Key": product["sdk_key"]}
+
+def mint(body, action=None):
+    license = call("POST", licenses, body)
+    if action:
+        call("POST", f"{licenses}/{license['id']}/{action}")
+    return license
+
+def activate(key, n):
+    return call("POST", "/acme/app/activate", {"license_key": key, "instance_name": f"CI device {n}", "machine_hash": f"ci-machine-{n}"},
+                headers=sdk)["instance_id"]
+
+# For the SDK API (bound to its license_key and instance_id): licenses the admin dictionaries below never name,
+# so that other test cases rarely remint or revoke them.
+active = mint({"key_type_id": "pro", "customer_email": "ada@example.com"})          # active, lifetime
+fallback = mint({"key_type_id": "pro", "expires_at": 1000})                          # expired, fallback access
+expired = mint({"key_type_id": "basic", "expires_at": 1000})                         # expired, no fallback
+revoked = mint({"key_type_id": "pro"}, "revoke")
+suspended = mint({"key_type_id": "basic", "customer_email": "grace@example.com"}, "suspend")
+# Instances that validate (and activate) name, and others that deactivate names, so that deactivation does not
+# leave validate only inactive instances.
+validate_instances = [activate(active["license_key"], n) for n in range(1, 4)] + [activate(fallback["license_key"], 4)]
+deactivate_instances = [activate(active["license_key"], n) for n in range(5, 8)] + [activate(fallback["license_key"], 8)]
+# The active license is named most often, so that validate and deactivate find its instances.
+sdk_keys = [active["license_key"]] * 3 + [fallback["license_key"], expired["license_key"], revoked["license_key"], suspended["license_key"]]
+# For the admin license routes (bound to their license id and instance id).
+playground = [mint({"key_type_id": "pro"}), mint({"key_type_id": "basic", "customer_email": "linus@example.com"}), mint({"key_type_id": "pro"}, "suspend")]
+admin_instances = [activate(playground[0]["license_key"], 9)]
+call("PUT", "/admin/v1/tenants/acme/stripe", {"webhook_secret": os.environ["KL_STRIPE_WEBHOOK_SECRET"], "secret_key": os.environ["KL_STRIPE_SECRET_KEY"]})
+json.dump({"sdk_key": product["sdk_key"], "sdk_license_keys": sdk_keys,
+           "validate_instance_ids": validate_instances, "deactivate_instance_ids": deactivate_instances,
+           "admin_license_ids": [license["id"] for license in playground], "admin_instance_ids": admin_instances}, sys.stdout)
+PY
+KL_BASE="$base" KL_ADMIN_TOKEN="$ADMIN_TOKEN" KL_STRIPE_WEBHOOK_SECRET="$STRIPE_WEBHOOK_SECRET" KL_STRIPE_SECRET_KEY="$STRIPE_SECRET_KEY" \
+  python3 "$work/seed.py" >"$work/seed.json"
+echo "seeded: tenant acme, product app (key types pro, basic), $(python3 -c 'import json,sys; d=json.load(open(sys.argv[1])); print(len(set(d["sdk_license_keys"])) + len(d["admin_license_ids"]), "licenses,", len(d["validate_instance_ids"] + d["deactivate_instance_ids"] + d["admin_instance_ids"]), "instances")' "$work/seed.json")"
+
+# ---------------------------------------------------------------- configuration and hooks
+python3 - "$work/seed.json" "$work/schemathesis.toml" "$ADMIN_TOKEN" "$work/hooks.py" <<'PY'
+import json, sys
+seed = json.load(open(sys.argv[1]))
+toml = lambda values: "[" + ", ".join(json.dumps(v) for v in values) + "]"
+def sdk_operation(operation_id, instances):
+    return f"""[[operations]]
+include-operation-id = "{operation_id}"
+parameters = {{ "path.tenantId" = "acme", "path.productId" = "app", "body.license_key" = {{ dictionary = "sdk_license_keys", probability = 0.8 }}, "body.instance_id" = {{ dictionary = "{instances}", probability = 0.8 }} }}
+checks.positive_data_acceptance.expected-statuses = ["2xx", 401, 403, 404, 409, 422, 429, "5xx"]
+"""
+open(sys.argv[2], "w").write(f"""
+# Generated by .ci/schemathesis.sh.
+hooks = {json.dumps(sys.argv[4])}
+
+[cache]
+# Nothing is left in the caller's working directory.
+enabled = false
+
+[auth.openapi.adminToken]
+bearer = {json.dumps(sys.argv[3])}
+[auth.openapi.sdkKey]
+api_key = {json.dumps(seed["sdk_key"])}
+[auth.openapi.checkoutKey]
+# Replaced by a fresh key of the request's tenant in the before_call hook (admin calls may rotate it).
+bearer = "kl_checkout_placeholder"
+
+[dictionaries]
+sdk_license_keys = {{ values = {toml(seed["sdk_license_keys"])} }}
+validate_instance_ids = {{ values = {toml(seed["validate_instance_ids"])} }}
+deactivate_instance_ids = {{ values = {toml(seed["deactivate_instance_ids"])} }}
+admin_license_ids = {{ values = {toml(seed["admin_license_ids"])} }}
+admin_instance_ids = {{ values = {toml(seed["admin_instance_ids"])} }}
+product_ids = {{ values = ["app"] }}
+key_type_ids = {{ values = ["pro", "basic"] }}
+
+# The SDK API of the seeded product, with its licenses and instances most of the time. 409 (all slots in use) is
+# accepted from valid requests by default; 422 is the same kind of answer (the license's or instance's state, e.g.
+# revoked or deactivated by another test case), not a refusal of the request's shape.
+{sdk_operation("sdkActivate", "validate_instance_ids")}
+{sdk_operation("sdkValidate", "validate_instance_ids")}
+{sdk_operation("sdkDeactivate", "deactivate_instance_ids")}
+[[operations]]
+include-operation-id = ["sdkKeyless", "sdkConfig"]
+parameters = {{ "path.tenantId" = "acme", "path.productId" = "app" }}
+
+[[operations]]
+include-operation-id = "createCheckout"
+parameters = {{ "path.tenantId" = "acme", "body.product_id" = {{ dictionary = "product_ids", probability = 0.6 }}, "body.key_type_id" = {{ dictionary = "key_type_ids", probability = 0.6 }} }}
+
+# The admin license routes, with the licenses and the instance seeded for them (first matching entry applies).
+[[operations]]
+include-operation-id = "deactivateInstance"
+parameters = {{ "path.tenant" = "acme", "path.product" = "app", "path.id" = {{ dictionary = "admin_license_ids", probability = 0.8 }}, "path.instance" = {{ dictionary = "admin_instance_ids", probability = 0.8 }} }}
+
+[[operations]]
+include-path-regex = "^/admin/v1/tenants/\\\\{{tenant\\\\}}/products/\\\\{{product\\\\}}/licenses/\\\\{{id\\\\}}"
+parameters = {{ "path.id" = {{ dictionary = "admin_license_ids", probability = 0.6 }} }}
+""")
+PY
+
+cat > "$work/hooks.py" <<'PY'
+"""Signs Stripe webhook test cases and gives checkout test cases a valid checkout key."""
+import hashlib, hmac, json, os, time
+from urllib.parse import quote
+
+import requests
+import schemathesis
+
+BASE = os.environ["KL_BASE"]
+ADMIN = {"Authorization": "Bearer " + os.environ["KL_ADMIN_TOKEN"]}
+WEBHOOK_SECRET = os.environ["KL_STRIPE_WEBHOOK_SECRET"]
+SECRET_KEY = os.environ["KL_STRIPE_SECRET_KEY"]
+PLACEHOLDER = "Bearer kl_checkout_placeholder"
+session = requests.Session()
+
+
+def tenant_path(value):
+    return quote(str(value), safe="")
+
+
+@schemathesis.hook
+def before_call(context, case, kwargs):
+    path = case.operation.path
+    headers = case.headers if case.headers is not None else {}
+    if path == "/stripe/webhook/{tenantId}" and case.method.upper() == "POST" and "Stripe-Signature" in headers:
+        # A signature that matches the body: the tenant's webhook secret is (re)set to a known one first,
+        # since other test cases may change it. A case without the header stays unsigned.
+        tenant = case.path_parameters.get("tenantId")
+        session.put(f"{BASE}/admin/v1/tenants/{tenant_path(tenant)}/stripe", headers=ADMIN,
+                    json={"webhook_secret": WEBHOOK_SECRET, "secret_key": SECRET_KEY}, timeout=10)
+        body = case.body
+        if isinstance(body, (bytes, bytearray)):
+            raw = bytes(body)
+        elif body is None or type(body).__name__ == "NotSet":
+            raw = b""
+        else:
+            raw = json.dumps(body).encode()
+        kwargs["data"] = raw
+        timestamp = str(int(time.time()))
+        digest = hmac.new(WEBHOOK_SECRET.encode(), timestamp.encode() + b"." + raw, hashlib.sha256).hexdigest()
+        headers["Stripe-Signature"] = f"t={timestamp},v1={digest}"
+    elif path == "/api/{tenantId}/checkout" and case.method.upper() == "POST" and headers.get("Authorization") == PLACEHOLDER:
+        tenant = case.path_parameters.get("tenantId")
+        answer = session.post(f"{BASE}/admin/v1/tenants/{tenant_path(tenant)}/checkout-key", headers=ADMIN, timeout=10)
+        if answer.status_code == 201:
+            headers["Authorization"] = "Bearer " + answer.json()["checkout_key"]
+PY
+
+# ---------------------------------------------------------------- run
+examples=${SCHEMATHESIS_MAX_EXAMPLES:-60}
+seed=${SCHEMATHESIS_SEED:-20261122}
+workers=${SCHEMATHESIS_WORKERS:-2}
+reports=${SCHEMATHESIS_REPORT_DIR:-$work/reports}
+seed_args=(--seed "$seed")
+[ "$seed" = random ] && seed_args=()
+command=(python3 -m schemathesis.cli --config-file "$work/schemathesis.toml" run "$spec" --url "$base"
+  --phases examples,coverage,fuzzing,stateful --checks all --max-examples "$examples" "${seed_args[@]}"
+  --workers "$workers" --continue-on-failure --request-timeout 10 --no-color
+  --output-sanitize false --report junit,ndjson --report-dir "$reports")
+# shellcheck disable=SC2206
+[ -n "${SCHEMATHESIS_EXTRA_ARGS:-}" ] && command+=(${SCHEMATHESIS_EXTRA_ARGS})
+echo "== ${command[*]}"
+set +e
+KL_BASE="$base" KL_ADMIN_TOKEN="$ADMIN_TOKEN" KL_STRIPE_WEBHOOK_SECRET="$STRIPE_WEBHOOK_SECRET" KL_STRIPE_SECRET_KEY="$STRIPE_SECRET_KEY" \
+  timeout --kill-after=10 "${SCHEMATHESIS_TIMEOUT:-300}" "${command[@]}"
+status=$?
+set -e
+if [ "$status" = 124 ] || [ "$status" = 137 ]; then
+  echo "CI: schemathesis did not finish within ${SCHEMATHESIS_TIMEOUT:-300} s" >&2
+fi
+if ! kill -0 "$server_pid" 2>/dev/null; then
+  echo "CI: keylight serve died during the run" >&2
+  status=1
+fi
+exit "$status"
