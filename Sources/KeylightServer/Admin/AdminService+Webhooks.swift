@@ -84,13 +84,17 @@ extension AdminService {
 
     /// https anywhere; plain http only to this machine (local receivers in development and tests),
     /// so signed events and raw license keys never cross a network in clear.
+    static let loopbackNetworks = [IPNetwork("127.0.0.0/8")!, IPNetwork("::1/128")!]
+
     static func webhookURL(_ value: String?) throws(APIError) -> String {
         let text = try Field.required(value, "url", max: 2_048)
         guard let components = URLComponents(string: text), let scheme = components.scheme?.lowercased(),
               let host = components.host?.lowercased(), !host.isEmpty, components.user == nil, components.password == nil else {
             throw APIError.invalidRequest("Field url must be an absolute https URL.")
         }
-        let loopback = host == "localhost" || host == "::1" || host == "[::1]" || host.hasPrefix("127.")
+        // A real loopback address, not a name that merely starts with "127." (127.attacker.example).
+        let literal = host.hasPrefix("[") && host.hasSuffix("]") ? String(host.dropFirst().dropLast()) : host
+        let loopback = host == "localhost" || IPAddress(literal).map { Self.loopbackNetworks.contains(where: $0.isIn) } == true
         guard scheme == "https" || (scheme == "http" && loopback) else {
             throw APIError.invalidRequest("Field url must use https (plain http is allowed only to localhost).")
         }

@@ -3,7 +3,7 @@ import NIOConcurrencyHelpers
 import NIOCore
 import SQLKit
 
-/// An `SQLDatabase` whose every query gives up after `deadline` (``withDeadline(_:_:)``): for a
+/// An `SQLDatabase` whose every query gives up after `deadline` with ``StorageError/timedOut``: for a
 /// networked database, where a query can wait forever on a connection that is gone.
 struct DeadlineSQLDatabase: SQLDatabase {
     let base: any SQLDatabase
@@ -15,18 +15,26 @@ struct DeadlineSQLDatabase: SQLDatabase {
     var dialect: any SQLDialect { base.dialect }
     var queryLogLevel: Logger.Level? { base.queryLogLevel }
 
+    /// The query's future, failed with ``StorageError/timedOut`` if it has not completed by the
+    /// deadline: a timer on the event loop, no task per query (a hop through a busy cooperative
+    /// pool while a transaction holds row locks would cost every other writer).
     func execute(sql query: any SQLExpression, _ onRow: @escaping @Sendable (any SQLRow) -> ()) -> EventLoopFuture<Void> {
-        let promise = base.eventLoop.makePromise(of: Void.self)
-        promise.completeWithTask { try await execute(sql: query, onRow) }
+        let loop = base.eventLoop
+        let promise = loop.makePromise(of: Void.self)
+        // Rows arrive only while the caller still waits: after the deadline they are dropped.
+        let gate = RowGate(onRow)
+        base.execute(sql: query, { gate.forward($0) }).whenComplete { result in
+            if gate.close() { promise.completeWith(result) }
+        }
+        let timer = loop.scheduleTask(in: TimeAmount(deadline)) {
+            if gate.close() { promise.fail(StorageError.timedOut) }
+        }
+        promise.futureResult.whenComplete { _ in timer.cancel() }
         return promise.futureResult
     }
 
     func execute(sql query: any SQLExpression, _ onRow: @escaping @Sendable (any SQLRow) -> ()) async throws {
-        let base = self.base
-        // Rows arrive only while the caller still waits: after the deadline they are dropped.
-        let gate = RowGate(onRow)
-        defer { gate.close() }
-        try await withDeadline(deadline) { try await base.execute(sql: query, { gate.forward($0) }) }
+        try await execute(sql: query, onRow).get()
     }
 
     func withSession<R>(_ closure: @escaping @Sendable (any SQLDatabase) async throws -> R) async throws -> R {
@@ -36,7 +44,8 @@ struct DeadlineSQLDatabase: SQLDatabase {
     }
 }
 
-/// Passes rows on until closed.
+/// Passes rows on until closed; closing answers whether this call was the one that closed it,
+/// so exactly one of "the query finished" and "the deadline passed" completes the promise.
 private final class RowGate: Sendable {
     private let onRow: NIOLockedValueBox<(@Sendable (any SQLRow) -> ())?>
 
@@ -48,7 +57,10 @@ private final class RowGate: Sendable {
         onRow.withLockedValue { $0 }?(row)
     }
 
-    func close() {
-        onRow.withLockedValue { $0 = nil }
+    func close() -> Bool {
+        onRow.withLockedValue { onRow in
+            defer { onRow = nil }
+            return onRow != nil
+        }
     }
 }
