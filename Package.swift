@@ -9,7 +9,7 @@ let package = Package(
         .library(name: "Keylight", targets: ["Keylight"]),
         .library(name: "KeylightTrust", targets: ["KeylightTrust"]),
         .library(name: "KeylightServer", targets: ["KeylightServer"]),
-        .executable(name: "keylight", targets: ["keylight"]),
+        .executable(name: "keylight", targets: ["KeylightCLI"]),
         .executable(name: "keylight-bench", targets: ["keylight-bench"]),
     ],
     dependencies: [
@@ -76,7 +76,9 @@ let package = Package(
             resources: [.copy("Dashboard/Templates"), .copy("Dashboard/Static")]
         ),
         .executableTarget(
-            name: "keylight",
+            // The CLI; its product (the binary) is `keylight`. The target is not called `keylight`:
+            // on a case-insensitive disk (a Mac's default) it would share a folder with `Keylight`.
+            name: "KeylightCLI",
             dependencies: [
                 "KeylightCore",
                 "KeylightServer",
@@ -147,9 +149,9 @@ let package = Package(
         ),
         .testTarget(
             // Depends on the executable so `swift test` builds the binary the tests run as a subprocess.
-            name: "keylightTests",
+            name: "KeylightCLITests",
             dependencies: [
-                "keylight", "KeylightCore", "KeylightServer", "KeylightTestSupport",
+                "KeylightCLI", "KeylightCore", "KeylightServer", "KeylightTestSupport",
                 .product(name: "AsyncHTTPClient", package: "async-http-client"),
                 .product(name: "NIOConcurrencyHelpers", package: "swift-nio"),
                 .product(name: "NIOHTTP1", package: "swift-nio"),

@@ -1,6 +1,6 @@
 """The dashboard in a real browser (headless Chromium driven by selenium).
 
-Run by keylightTests/DashboardBrowserTests against a live `keylight serve`; the test passes the
+Run by KeylightCLITests/DashboardBrowserTests against a live `keylight serve`; the test passes the
 server's URL and a dashboard user in the environment. With KEYLIGHT_SCREENSHOTS set to a
 directory, it also saves screenshots of the main pages there (docs/screenshots in the repo).
 

@@ -50,7 +50,7 @@ enum CLI {
 }
 
 extension CLI {
-    /// The package's root directory (this file is Tests/keylightTests/CLI.swift).
+    /// The package's root directory (this file is Tests/KeylightCLITests/CLI.swift).
     static var packageRoot: URL {
         URL(fileURLWithPath: #filePath).deletingLastPathComponent().deletingLastPathComponent().deletingLastPathComponent()
     }
