@@ -117,13 +117,18 @@ let package = Package(
             ],
             path: "Tests/KeylightTestSupport"
         ),
+        .target(
+            // Seeded randomness and the input mutator the fuzz tests of every target share.
+            name: "KeylightFuzzSupport",
+            path: "Tests/KeylightFuzzSupport"
+        ),
         .testTarget(
             name: "KeylightCoreTests",
-            dependencies: ["KeylightCore", .product(name: "Crypto", package: "swift-crypto")]
+            dependencies: ["KeylightCore", "KeylightFuzzSupport", .product(name: "Crypto", package: "swift-crypto")]
         ),
         .testTarget(
             name: "KeylightTrustTests",
-            dependencies: ["KeylightTrust", "KeylightCore", "Keylight", .product(name: "Crypto", package: "swift-crypto")]
+            dependencies: ["KeylightTrust", "KeylightFuzzSupport", "KeylightCore", "Keylight", .product(name: "Crypto", package: "swift-crypto")]
         ),
         .testTarget(
             name: "KeylightTests",
@@ -140,6 +145,7 @@ let package = Package(
                 "KeylightServer",
                 "KeylightCore",
                 "KeylightTestSupport",
+                "KeylightFuzzSupport",
                 .product(name: "Crypto", package: "swift-crypto"),
                 .product(name: "HummingbirdTesting", package: "hummingbird"),
                 .product(name: "SQLKit", package: "sql-kit"),

@@ -31,22 +31,12 @@ import Testing
         }
     }
 
-    /// Creates tenant acme, product app, key type pro (1,000 seats) and one license.
-    static func seed(_ server: ServerProcess) async throws -> (sdkKey: String, key: String, licenseId: String) {
-        let http = HTTPClient.shared
-        _ = try await server.request(.POST, "/admin/v1/tenants", headers: auth, json: #"{"id":"acme","name":"Acme"}"#, using: http)
-        let product = try await server.request(.POST, "/admin/v1/tenants/acme/products", headers: auth, json: #"{"id":"app","name":"App","key_prefix":"ACME","trial_duration_days":14,"free_tier_enabled":false}"#, using: http)
-        _ = try await server.request(.POST, "/admin/v1/tenants/acme/products/app/key-types", headers: auth, json: #"{"id":"pro","display_name":"Pro","activation_limit":1000,"duration_days":null,"fallback_access":false,"entitlements":[]}"#, using: http)
-        let license = try await server.request(.POST, "/admin/v1/tenants/acme/products/app/licenses", headers: auth, json: #"{"key_type_id":"pro"}"#, using: http)
-        return (try #require(product.body["sdk_key"] as? String), try #require(license.body["license_key"] as? String), try #require(license.body["id"] as? String))
-    }
-
     @Test(arguments: Backend.allCases)
     func killNineLosesNoAcknowledgedActivation(backend: Backend) async throws {
         let (database, arguments) = try await Self.storage(backend)
         let http = HTTPClient.shared
         let server = try await ServerProcess(database: database, environment: Self.environment, arguments: arguments)
-        let (sdkKey, key, licenseId) = try await Self.seed(server)
+        let (sdkKey, key, licenseId) = try await server.seedLicense(token: "t")
 
         // SIGKILL when the 25th activation is answered: no flush, no shutdown, nothing but what was committed.
         let answered = NIOLockedValueBox(0)
@@ -113,7 +103,7 @@ import Testing
         let arguments = ["--database-url", try await MultiProcessTests.freshDatabase(on: "KEYLIGHT_TEST_POSTGRES_RESTARTABLE_URL"), "--rate-limit-address", "0", "--rate-limit-license", "0"]
         let http = HTTPClient.shared
         let server = try await ServerProcess(database: database, environment: Self.environment, arguments: arguments + ["--shutdown-timeout", "5"])
-        let (sdkKey, key, _) = try await Self.seed(server)
+        let (sdkKey, key, _) = try await server.seedLicense(token: "t")
         // Load: activations and validations in flight while the database restarts.
         let load = Task {
             await withTaskGroup(of: Void.self) { group in

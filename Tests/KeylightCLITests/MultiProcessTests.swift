@@ -36,13 +36,7 @@ struct MultiProcessTests {
         let http = HTTPClient.shared
         let auth = [("Authorization", "Bearer t")]
         let first = servers[0]
-        _ = try await first.request(.POST, "/admin/v1/tenants", headers: auth, json: #"{"id":"acme","name":"Acme"}"#, using: http)
-        let product = try await first.request(.POST, "/admin/v1/tenants/acme/products", headers: auth, json: #"{"id":"app","name":"App","key_prefix":"ACME","trial_duration_days":14,"free_tier_enabled":false}"#, using: http)
-        let sdkKey = try #require(product.body["sdk_key"] as? String)
-        _ = try await first.request(.POST, "/admin/v1/tenants/acme/products/app/key-types", headers: auth, json: #"{"id":"pro","display_name":"Pro","activation_limit":5,"duration_days":null,"fallback_access":false,"entitlements":["pro"]}"#, using: http)
-        let license = try await first.request(.POST, "/admin/v1/tenants/acme/products/app/licenses", headers: auth, json: #"{"key_type_id":"pro"}"#, using: http)
-        let key = try #require(license.body["license_key"] as? String)
-        let licenseId = try #require(license.body["id"] as? String)
+        let (sdkKey, key, licenseId) = try await first.seedLicense(token: "t", seats: 5, entitlements: #"["pro"]"#)
 
         // 600 concurrent activations, distinct machines, spread across the three processes.
         let results = try await withThrowingTaskGroup(of: (Int, String?).self) { group in

@@ -45,13 +45,7 @@ import Testing
         let http = HTTPClient.shared
         let auth = [("Authorization", "Bearer t")]
         let server = try await ServerProcess(database: path, environment: ["KEYLIGHT_ADMIN_TOKEN": "t"], arguments: ["--rate-limit-address", "0", "--rate-limit-license", "0"])
-        _ = try await server.request(.POST, "/admin/v1/tenants", headers: auth, json: #"{"id":"acme","name":"Acme"}"#, using: http)
-        let product = try await server.request(.POST, "/admin/v1/tenants/acme/products", headers: auth, json: #"{"id":"app","name":"App","key_prefix":"ACME","trial_duration_days":14,"free_tier_enabled":false}"#, using: http)
-        let sdkKey = try #require(product.body["sdk_key"] as? String)
-        _ = try await server.request(.POST, "/admin/v1/tenants/acme/products/app/key-types", headers: auth, json: #"{"id":"pro","display_name":"Pro","activation_limit":1000,"duration_days":null,"fallback_access":false,"entitlements":[]}"#, using: http)
-        let license = try await server.request(.POST, "/admin/v1/tenants/acme/products/app/licenses", headers: auth, json: #"{"key_type_id":"pro"}"#, using: http)
-        let key = try #require(license.body["license_key"] as? String)
-        let licenseId = try #require(license.body["id"] as? String)
+        let (sdkKey, key, licenseId) = try await server.seedLicense(token: "t")
 
         // Activations in flight while SIGTERM arrives: every one answered 200 must be on disk.
         // SIGTERM goes out when the tenth answer arrives (not at a fixed task index: tasks start in

@@ -72,6 +72,22 @@ final class ServerProcess: Sendable {
     }
 }
 
+extension ServerProcess {
+    /// Creates tenant acme, product app (prefix ACME), key type pro with `seats` and one license
+    /// through the admin API; answers the SDK key, the license key and the license id.
+    func seedLicense(token: String, seats: Int = 1_000, entitlements: String = "[]") async throws -> (sdkKey: String, key: String, licenseId: String) {
+        let (http, auth) = (HTTPClient.shared, [("Authorization", "Bearer \(token)")])
+        _ = try await request(.POST, "/admin/v1/tenants", headers: auth, json: #"{"id":"acme","name":"Acme"}"#, using: http)
+        let product = try await request(.POST, "/admin/v1/tenants/acme/products", headers: auth, json: #"{"id":"app","name":"App","key_prefix":"ACME","trial_duration_days":14,"free_tier_enabled":false}"#, using: http)
+        _ = try await request(.POST, "/admin/v1/tenants/acme/products/app/key-types", headers: auth, json: #"{"id":"pro","display_name":"Pro","activation_limit":\#(seats),"duration_days":null,"fallback_access":false,"entitlements":\#(entitlements)}"#, using: http)
+        let license = try await request(.POST, "/admin/v1/tenants/acme/products/app/licenses", headers: auth, json: #"{"key_type_id":"pro"}"#, using: http)
+        guard let sdkKey = product.body["sdk_key"] as? String, let key = license.body["license_key"] as? String, let id = license.body["id"] as? String else {
+            throw ServerProcessError(output: "seeding through the admin API failed: \(product.status) \(license.status)")
+        }
+        return (sdkKey, key, id)
+    }
+}
+
 struct ServerProcessError: Error, CustomStringConvertible {
     let output: String
     var description: String { "keylight serve did not start; it printed: \(output)" }

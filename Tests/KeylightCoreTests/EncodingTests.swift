@@ -1,5 +1,6 @@
 import Foundation
 @testable import KeylightCore
+import KeylightFuzzSupport
 import Testing
 
 @Suite struct EncodingTests {

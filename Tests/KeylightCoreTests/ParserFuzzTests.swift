@@ -1,6 +1,7 @@
 import Crypto
 import Foundation
 @testable import KeylightCore
+import KeylightFuzzSupport
 import Testing
 
 /// Mutates well-formed inputs at random and feeds them to every parser of untrusted bytes in
@@ -10,17 +11,11 @@ import Testing
 @Suite(.timeLimit(.minutes(2))) struct ParserFuzzTests {
     static let iterations = 3_000
 
-    static func seed(_ name: String) -> UInt64 {
-        let seed = ProcessInfo.processInfo.environment["KEYLIGHT_FUZZ_SEED"].flatMap(UInt64.init) ?? UInt64.random(in: 1...UInt64.max)
-        print("fuzz seed for \(name): \(seed) (replay with KEYLIGHT_FUZZ_SEED=\(seed))")
-        return seed
-    }
-
     static let key = try! SigningKey(kid: "k1", privateKey: Curve25519.Signing.PrivateKey())
     static var keyset: Keyset { Keyset(["k1": key.publicKey]) }
 
     @Test func licenseKeys() throws {
-        var fuzzer = Fuzzer(seed: Self.seed("license keys"))
+        var fuzzer = Mutator(seed: Mutator.seed("license keys"))
         let samples = try (0..<4).map { _ in try LicenseKey.generate(prefix: "ACME").text } + ["ACME-0000-0000-0000-0000"]
         for _ in 0..<Self.iterations {
             let text = fuzzer.mutate(text: fuzzer.pick(samples))
@@ -32,7 +27,7 @@ import Testing
     }
 
     @Test func leasesAndConfigs() throws {
-        var fuzzer = Fuzzer(seed: Self.seed("leases and configs"))
+        var fuzzer = Mutator(seed: Mutator.seed("leases and configs"))
         let lease = try Lease.sign(
             licenseKeyHash: String(repeating: "a", count: 64), instanceId: "i-1",
             issuedAt: 1_700_000_000, expiresAt: 1_700_600_000, status: .active, entitlements: ["pro"], with: Self.key
@@ -56,7 +51,7 @@ import Testing
     }
 
     @Test func responseSignatureHeaders() throws {
-        var fuzzer = Fuzzer(seed: Self.seed("response signatures"))
+        var fuzzer = Mutator(seed: Mutator.seed("response signatures"))
         var random = SystemRandomNumberGenerator()
         let intermediate = IntermediateSigningKey.create(root: Self.key, expiryDay: 30_000)
         let nonce = ResponseNonce(using: &random)
@@ -78,7 +73,7 @@ import Testing
     }
 
     @Test func webhookSignatureHeaders() {
-        var fuzzer = Fuzzer(seed: Self.seed("webhook signatures"))
+        var fuzzer = Mutator(seed: Mutator.seed("webhook signatures"))
         let body = Array(#"{"id":"evt_1"}"#.utf8)
         let header = WebhookSignature.header(timestamp: 1_700_000_000, body: body, secret: "whsec")
         #expect(WebhookSignature.isValid(header: header, body: body, secret: "whsec", now: 1_700_000_000))
@@ -88,47 +83,5 @@ import Testing
                 _ = WebhookSignature.isValid(header: mutated, body: body, secret: "whsec", now: now, tolerance: fuzzer.pick([0, 300, .max]))
             }
         }
-    }
-}
-
-/// A seeded mutator: byte flips, insertions of special characters and extreme numbers,
-/// deletions, truncation, duplication.
-struct Fuzzer {
-    let seed: UInt64
-    private var random: SeededGenerator
-
-    init(seed: UInt64) {
-        self.seed = seed
-        random = SeededGenerator(seed: seed)
-    }
-
-    /// Times and numbers at the edges of Int64.
-    let extremes: [Int64] = [.min, .min + 1, -86_400, -1, 0, 1, 1_700_000_000, 253_402_300_799, .max - 1, .max]
-
-    mutating func pick<T>(_ values: [T]) -> T { values[Int.random(in: 0..<values.count, using: &random)] }
-
-    mutating func mutate(text: String) -> String {
-        var bytes = Array(text.utf8)
-        let tokens = ["-9223372036854775808", "9223372036854775807", "18446744073709551616", "1e309", "-0", "NaN",
-                      "\u{0}", "\"", "\\", "{", "}", "[", "]", ",", ":", "=", "|", "%", "\u{FEFF}", "é", "\u{10FFFF}", "null", String(repeating: "9", count: 400)]
-        for _ in 0..<Int.random(in: 1...4, using: &random) {
-            guard !bytes.isEmpty else { bytes = Array(pick(tokens).utf8); continue }
-            let at = Int.random(in: 0..<bytes.count, using: &random)
-            switch Int.random(in: 0..<7, using: &random) {
-            case 0: bytes[at] ^= UInt8(1 << Int.random(in: 0..<8, using: &random))
-            case 1: bytes[at] = UInt8.random(in: .min ... .max, using: &random)
-            case 2: bytes.insert(contentsOf: Array(pick(tokens).utf8), at: at)
-            case 3: bytes.removeSubrange(at..<min(bytes.count, at + Int.random(in: 1...8, using: &random)))
-            case 4: bytes.removeSubrange(at...)
-            case 5: bytes.insert(contentsOf: bytes[at..<min(bytes.count, at + 16)], at: at)
-            default:
-                // Replace a run of digits with an extreme number.
-                if let start = bytes[at...].firstIndex(where: { (48...57).contains($0) }) {
-                    let end = bytes[start...].firstIndex { !(48...57).contains($0) } ?? bytes.count
-                    bytes.replaceSubrange(start..<end, with: Array(String(pick(extremes)).utf8))
-                }
-            }
-        }
-        return String(decoding: bytes, as: UTF8.self)
     }
 }

@@ -179,6 +179,25 @@ import Testing
         return String(html[start.upperBound..<end.lowerBound])
     }
 
+    @Test func signInsPastThePasswordQueueAreRefusedWith429() async throws {
+        var harness = Harness()
+        harness.configuration.passwordHashQueue = 1
+        try await harness.run { client in
+            let browser = DashboardBrowser(client)
+            _ = try await browser.get("/dashboard/login")
+            // Unknown emails are checked against the cost-12 decoy hash (about 0.25 s each): with a
+            // queue of one, concurrent sign-ins cannot all be checked.
+            let statuses = try await withThrowingTaskGroup(of: HTTPResponse.Status.self) { group in
+                for index in 0..<4 {
+                    group.addTask { try await browser.post("/dashboard/login", [("email", "nobody\(index)@example.com"), ("password", "guess")]).status }
+                }
+                return try await group.reduce(into: [HTTPResponse.Status]()) { $0.append($1) }
+            }
+            #expect(statuses.contains(.tooManyRequests), "\(statuses)")
+            #expect(statuses.contains(.unauthorized), "\(statuses)")
+        }
+    }
+
     @Test func parallelWrongPasswordsCannotSlipPastTheLock() async throws {
         try await Harness().run { client in
             try await Self.user(client)

@@ -3,6 +3,7 @@ import HTTPTypes
 import KeylightCore
 @testable import KeylightServer
 import NIOCore
+import KeylightFuzzSupport
 import Testing
 
 /// The server against hostile input, slow and numerous peers, and proxies.
@@ -243,10 +244,9 @@ import Testing
 /// Mutated JSON and form bodies against the routes that read them: never a 5xx, never a trap.
 @Suite(.timeLimit(.minutes(3))) struct BodyFuzzTests {
     @Test func mutatedBodiesGetClientErrorsOnly() async throws {
-        let seed = ProcessInfo.processInfo.environment["KEYLIGHT_FUZZ_SEED"].flatMap(UInt64.init) ?? UInt64.random(in: 1...UInt64.max)
-        print("fuzz seed for request bodies: \(seed) (replay with KEYLIGHT_FUZZ_SEED=\(seed))")
+        let seed = Mutator.seed("request bodies")
         try await Harness().run { client in
-            var random = BodyMutator(seed: seed)
+            var random = Mutator(seed: seed)
             let seed = try await client.seed()
             let sdk: [(String, String)] = [
                 ("activate", #"{"license_key":"\#(seed.licenseKey)","instance_name":"Mac","machine_hash":"m1","sdk_version":"1"}"#),
@@ -262,13 +262,13 @@ import Testing
             var statuses: [Int: Int] = [:]
             for round in 0..<400 {
                 let (action, body) = sdk[round % sdk.count]
-                let reply = try await client.request(.post, "/acme/app/\(action)", headers: [.init("X-Keylight-SDK-Key")!: seed.sdkKey, .contentType: "application/json"], body: random.mutate(body))
+                let reply = try await client.request(.post, "/acme/app/\(action)", headers: [.init("X-Keylight-SDK-Key")!: seed.sdkKey, .contentType: "application/json"], body: random.mutate(text: body))
                 statuses[Int(reply.status.code), default: 0] += 1
                 #expect(reply.status.code < 500, "seed \(random.seed): \(action) answered \(reply.status)")
                 let (path, adminBody) = admin[round % admin.count]
-                let adminReply = try await client.request(.post, path, headers: [.authorization: "Bearer \(Harness.adminToken)", .contentType: "application/json"], body: random.mutate(adminBody))
+                let adminReply = try await client.request(.post, path, headers: [.authorization: "Bearer \(Harness.adminToken)", .contentType: "application/json"], body: random.mutate(text: adminBody))
                 #expect(adminReply.status.code < 500, "seed \(random.seed): \(path) answered \(adminReply.status)")
-                let form = FormFields(body: random.mutate("email=a%40b.co&password=x+y&_csrf=abc&n=%ZZ&%%=1"))
+                let form = FormFields(body: random.mutate(text: "email=a%40b.co&password=x+y&_csrf=abc&n=%ZZ&%%=1"))
                 _ = form["email"]
                 _ = try? form.int("n", label: "n")
             }
@@ -276,40 +276,5 @@ import Testing
             // The mutations reached the handlers: some bodies were refused, some still accepted.
             #expect(statuses[400, default: 0] > 0)
         }
-    }
-}
-
-struct BodyMutator {
-    let seed: UInt64
-    private var state: UInt64
-    init(seed: UInt64) { self.seed = seed; state = seed }
-
-    private mutating func next(_ bound: Int) -> Int {
-        state &+= 0x9E37_79B9_7F4A_7C15
-        var z = state
-        z = (z ^ (z >> 30)) &* 0xBF58_476D_1CE4_E5B9
-        z = (z ^ (z >> 27)) &* 0x94D0_49BB_1331_11EB
-        return Int((z ^ (z >> 31)) % UInt64(bound))
-    }
-
-    mutating func mutate(_ text: String) -> String {
-        var bytes = Array(text.utf8)
-        let tokens = ["-9223372036854775808", "9223372036854775807", "1e400", "-1", "null", "true", "[]", "{}", "\"", "\\u0000", "\u{0}", "%00", String(repeating: "A", count: 300)]
-        for _ in 0..<(1 + next(3)) {
-            guard !bytes.isEmpty else { bytes = Array(tokens[next(tokens.count)].utf8); continue }
-            let at = next(bytes.count)
-            switch next(5) {
-            case 0: bytes[at] = UInt8(truncatingIfNeeded: next(256))
-            case 1: bytes.insert(contentsOf: Array(tokens[next(tokens.count)].utf8), at: at)
-            case 2: bytes.removeSubrange(at..<min(bytes.count, at + 1 + next(6)))
-            case 3: bytes.removeSubrange(at...)
-            default:
-                if let start = bytes[at...].firstIndex(where: { (48...57).contains($0) }) {
-                    let end = bytes[start...].firstIndex { !(48...57).contains($0) } ?? bytes.count
-                    bytes.replaceSubrange(start..<end, with: Array(tokens[next(2)].utf8))
-                }
-            }
-        }
-        return String(decoding: bytes, as: UTF8.self)
     }
 }

@@ -94,7 +94,7 @@ extension AdminService {
         }
         // A real loopback address, not a name that merely starts with "127." (127.attacker.example).
         let literal = host.hasPrefix("[") && host.hasSuffix("]") ? String(host.dropFirst().dropLast()) : host
-        let loopback = host == "localhost" || IPAddress(literal).map { Self.loopbackNetworks.contains(where: $0.isIn) } == true
+        let loopback = host == "localhost" || IPAddress(literal).map { address in Self.loopbackNetworks.contains { $0.contains(address) } } == true
         guard scheme == "https" || (scheme == "http" && loopback) else {
             throw APIError.invalidRequest("Field url must use https (plain http is allowed only to localhost).")
         }

@@ -128,13 +128,13 @@ func assemble(
         // Shut down in reverse order: stop webhook delivery, flush validation times, stop key
         // refresh, close the outbound HTTP client, then close the database.
         services: [
-            DatabaseCloseService(database: database),
-            HTTPClientShutdownService(client: httpClient),
+            AtShutdown { await database.close() },
+            AtShutdown { try await httpClient.shutdown() },
             PeriodicService.refreshing(keyRing, every: configuration.keyRefreshInterval, logger: logger),
             PeriodicService.rotating(signer, every: configuration.keyRefreshInterval, logger: logger),
             PeriodicService.flushing(touches, to: database, every: configuration.touchFlushInterval, unwritten: unwritten, logger: logger),
             PeriodicService.delivering(webhooks, every: configuration.webhookPollInterval, logger: logger),
-            PasswordHasherShutdownService(hasher: hasher),
+            AtShutdown { await hasher.shutdown() },
             PeriodicService(interval: .seconds(600), tick: {
                 _ = try? await sessions.purgeExpired()
                 _ = try? await database.pruneKeyless(seenBefore: clock.unixSeconds - configuration.keylessRetentionDays * 86_400)
@@ -168,32 +168,13 @@ func buildRouter(
     return router
 }
 
-/// Shuts the outbound HTTP client down once the services using it have stopped.
-struct HTTPClientShutdownService: Service {
-    let client: HTTPClient
+/// Does one thing when graceful shutdown reaches it: closing a resource the services listed
+/// after it use (services shut down in reverse order, so it runs once they have stopped).
+struct AtShutdown: Service {
+    let action: @Sendable () async throws -> Void
 
     func run() async throws {
         try? await gracefulShutdown()
-        try await client.shutdown()
-    }
-}
-
-/// Stops the password hasher's threads at shutdown.
-struct PasswordHasherShutdownService: Service {
-    let hasher: PasswordHasher
-
-    func run() async throws {
-        try? await gracefulShutdown()
-        await hasher.shutdown()
-    }
-}
-
-/// Keeps the database open while the server runs and closes it last at shutdown.
-struct DatabaseCloseService: Service {
-    let database: Database
-
-    func run() async throws {
-        try? await gracefulShutdown()
-        await database.close()
+        try await action()
     }
 }

@@ -24,7 +24,4 @@ final class ConnectionGauge: Sendable {
     func release() {
         open.withLockedValue { $0 -= 1 }
     }
-
-    /// Connections open now.
-    var current: Int { open.withLockedValue { $0 } }
 }

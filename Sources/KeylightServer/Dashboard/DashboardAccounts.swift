@@ -42,7 +42,7 @@ public struct DashboardAccounts: Sendable {
         guard let email = try? Field.email(rawEmail.trimmingCharacters(in: .whitespaces)) else { throw AccountError.emailInvalid }
         guard password.count >= 12 else { throw AccountError.passwordTooShort }
         guard password.utf8.count <= 72 else { throw AccountError.passwordTooLong }
-        let hash = try await hashPassword(password)
+        let hash = try await hasher.hash(password, cost: cost)
         let user = DashboardUser(
             id: UUID().uuidString.lowercased(), email: email, passwordHash: hash, failedLogins: 0, lockedUntil: 0,
             createdAt: clock.unixSeconds, lastLoginAt: nil
@@ -78,10 +78,6 @@ public struct DashboardAccounts: Sendable {
     /// changes it, which ends every session made before.
     static func credentialStamp(_ user: DashboardUser) -> String {
         Hex.encode(SHA256.hash(data: Data(("keylight-session:" + user.id + ":" + user.passwordHash).utf8)).prefix(16))
-    }
-
-    private func hashPassword(_ password: String) async throws -> String {
-        try await hasher.hash(password, cost: cost)
     }
 
     /// A valid cost-12 hash of a random string nobody knows.

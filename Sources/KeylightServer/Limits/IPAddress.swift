@@ -48,10 +48,6 @@ struct IPAddress: Hashable, Sendable, CustomStringConvertible {
         isIPv4 ? self : IPAddress(high: high, low: 0)
     }
 
-    func isIn(_ network: IPNetwork) -> Bool {
-        network.contains(self)
-    }
-
     var description: String {
         if isIPv4 {
             let v = UInt32(truncatingIfNeeded: low)

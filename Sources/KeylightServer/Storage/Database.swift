@@ -9,10 +9,6 @@ public struct Database: Sendable {
     private let closeConnections: @Sendable () async -> Void
     /// Where changes record their webhook events; nil records none.
     private(set) var outbox: WebhookOutbox?
-    /// How long one write transaction may take, waiting for the writer included, before its
-    /// caller is answered ``StorageError/timedOut`` (then a 503).
-    var writeDeadline: Duration = .seconds(60)
-
     /// The same database without per-query deadlines (migrations: waiting for another process's
     /// migration lock, or a long `CREATE INDEX`, is expected there).
     private let sqlWithoutDeadlines: any SQLDatabase
@@ -63,20 +59,21 @@ public struct Database: Sendable {
 
     /// Runs `body` in one write transaction on one connection: committed if it returns,
     /// rolled back if it throws. `body` must use only the database it is given.
+    ///
+    /// Bounded without a deadline of its own: every query has one (PostgreSQL: `DeadlineSQLDatabase`;
+    /// SQLite: its busy timeout), the pool's connection request has one, and a transaction is a
+    /// finite number of queries.
     func write<R: Sendable>(_ body: @escaping @Sendable (any SQLDatabase) async throws -> R) async throws -> R {
-        try await withDeadline(writeDeadline) { [self] in try await writeInTransaction(body) }
+        try await write(on: sql, body)
     }
 
-    /// ``write(_:)`` with no deadline on the transaction as a whole (its queries keep theirs):
-    /// for migrations, which may wait for another process's and may take long on a big table.
-    func writeWithoutDeadline<R: Sendable>(_ body: @escaping @Sendable (any SQLDatabase) async throws -> R) async throws -> R {
-        if let writerGate {
-            return try await writerGate.withResource { _ in try await transaction(on: sqlWithoutDeadlines, body) }
-        }
-        return try await transaction(on: sqlWithoutDeadlines, body)
+    /// ``write(_:)`` without per-query deadlines: for migrations, which wait for another
+    /// process's migration lock and may take long on a big table.
+    func writeWithoutDeadlines<R: Sendable>(_ body: @escaping @Sendable (any SQLDatabase) async throws -> R) async throws -> R {
+        try await write(on: sqlWithoutDeadlines, body)
     }
 
-    private func writeInTransaction<R: Sendable>(_ body: @escaping @Sendable (any SQLDatabase) async throws -> R) async throws -> R {
+    private func write<R: Sendable>(on sql: any SQLDatabase, _ body: @escaping @Sendable (any SQLDatabase) async throws -> R) async throws -> R {
         if let writerGate {
             return try await writerGate.withResource { _ in try await transaction(on: sql, body) }
         }

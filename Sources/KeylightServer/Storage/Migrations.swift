@@ -26,7 +26,7 @@ extension Database {
     /// processes starting together apply each migration exactly once.
     func migrate(_ migrations: [Migration], logger: Logger) async throws -> [String] {
         let capabilities = self.capabilities
-        let applied = try await writeWithoutDeadline { db in
+        let applied = try await writeWithoutDeadlines { db in
             if let lock = capabilities.migrationLock { try await db.raw(SQLQueryString(lock)).run() }
             try await db.raw("""
                 CREATE TABLE IF NOT EXISTS keylight_migrations (
