@@ -5,7 +5,7 @@ extension LicenseManager {
     /// Activates `key` on this device. On success the state is decided by the new lease, which
     /// must verify against the trusted keys; any failure leaves the state as it was.
     public func activate(key text: String) async throws {
-        guard let key = try? LicenseKey(text), key.prefix == configuration.keyPrefix else {
+        guard let key = try? LicenseKey(text), key.hasProductPrefix(configuration.keyPrefix) else {
             lastError = .invalidKeyFormat
             throw KeylightError.invalidKeyFormat
         }

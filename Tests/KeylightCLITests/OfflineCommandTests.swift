@@ -60,7 +60,7 @@ import Testing
     }
 
     @Test func badInputExitsTwoWithOneLine() throws {
-        for arguments in [["license-key", "generate", "--prefix", "acme!"], ["license-key", "hash", "not-a-key"]] {
+        for arguments in [["license-key", "generate", "--prefix", "acme!"], ["license-key", "hash", "not_a_key!"], ["license-key", "hash", "ACME-1"]] {
             let result = try CLI.run(arguments)
             #expect(result.status == 2)
             #expect(result.stderr.split(separator: "\n").count == 1)

@@ -49,9 +49,18 @@ import Testing
         #expect(try LicenseKey.generate(prefix: "ACME", using: &first) == LicenseKey.generate(prefix: "ACME", using: &second))
     }
 
-    @Test(arguments: ["acme", "ACM", "ACMEE", "AC-E", "ÄCME", ""])
+    @Test(arguments: ["acme", "A", "ACMEACMEA", "AC-E", "ÄCME", ""])
     func badPrefixesAreRefused(prefix: String) {
         #expect(throws: LicenseKeyError.invalidPrefix) { try LicenseKey.generate(prefix: prefix) }
+    }
+
+    /// Protocol 6.1: product prefixes of 2 to 8 characters mint keys of the same shape.
+    @Test(arguments: ["AC", "ACM", "ACME", "ACME2026"])
+    func prefixesOfTwoToEightCharactersMint(prefix: String) throws {
+        let key = try LicenseKey.generate(prefix: prefix)
+        #expect(key.text.count == prefix.count + 20 && key.isMintedFormat)
+        #expect(key.prefix == prefix && key.hasProductPrefix(prefix) && !key.hasProductPrefix(prefix + "X"))
+        #expect(try LicenseKey(key.text.lowercased()) == key)
     }
 
     @Test func normalisationTrimsAndUppercases() throws {
@@ -60,18 +69,34 @@ import Testing
         #expect(LicenseKey.normalize("\tacme-x ") == "ACME-X")
     }
 
+    /// Not minted keys, but 8-64 of `A-Z 0-9 -`: keys imported from the hosted service (protocol 6.1).
     @Test(arguments: [
-        "ACME-AB12-CD34-EF56",  // too short
-        "ACME-AB12-CD34-EF56-GH789",  // too long
+        "ACME-AB12-CD34-EF56",  // three groups
+        "ACME-AB12-CD34-EF56-GH789",  // a long group
         "ACME-AB12-CD34-EF56-GHI8",  // I is not Crockford
-        "ACME-AB12-CD34-EF56-GHL8",  // L
         "ACME-AB12-CD34-EF56-GHO8",  // O
-        "ACME-AB12-CD34-EF56-GHU8",  // U
-        "ACME_AB12-CD34-EF56-GH78",  // wrong separator
-        "AC-E-AB12-CD34-EF56-GH78",  // bad prefix
         "ACMEAB12-CD34-EF56-GH78-",  // dash misplaced
+        "ACME-HOSTED-KEY-0001",
+        "ACMEKEY1",  // 8 characters
+    ])
+    func hostedFormatKeysParseAsImported(text: String) throws {
+        let key = try LicenseKey(text)
+        #expect(!key.isMintedFormat && key.text == text && LicenseKey.isValid(text))
+        #expect(key.hasProductPrefix("ACME") && !key.hasProductPrefix("ACMF"))
+        #expect(LicenseKey.isImportable(text.lowercased(), prefix: "ACME") && !LicenseKey.isImportable(text, prefix: "NOPE"))
+        // Never more than half of the key is shown.
+        let shown = key.masked.filter { $0 != "\u{00B7}" && $0 != "-" }.count
+        #expect(shown * 2 <= text.filter { $0 != "-" }.count, "\(key.masked)")
+        #expect(key.masked.hasSuffix(String(text.suffix(text.count >= 16 ? 4 : text.count / 4))))
+    }
+
+    @Test(arguments: [
+        "ACME_AB12-CD34-EF56-GH78",  // underscore
         "ACME-AB12-CD34-EF56-GH7\u{0}",
         "ACME-AB12-CD34-EF56-GH7Ø",
+        "ACME AB12 CD34 EF56 GH78",  // inner spaces
+        "ACME-12",  // 7 characters
+        "ACME-" + String(repeating: "0", count: 60),  // 65 characters
         "",
     ])
     func malformedKeysAreRefused(text: String) {

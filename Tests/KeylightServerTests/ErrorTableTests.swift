@@ -13,8 +13,9 @@ import Testing
                 ("activate", "{not json"),
                 ("activate", "[]"),
                 ("activate", #"{"instance_name":"Mac"}"#),
-                ("activate", #"{"license_key":"ACME-0000-0000-0000-000","instance_name":"Mac"}"#),
-                ("activate", #"{"license_key":"ACME-IIII-0000-0000-0000","instance_name":"Mac"}"#),
+                ("activate", #"{"license_key":"ACME-00","instance_name":"Mac"}"#),
+                ("activate", #"{"license_key":"ACME_IIII-0000-0000-0000","instance_name":"Mac"}"#),
+                ("activate", #"{"license_key":"ACME-\#(String(repeating: "0", count: 60))","instance_name":"Mac"}"#),
                 ("activate", #"{"license_key":"\#(seed.licenseKey)"}"#),
                 ("activate", #"{"license_key":"\#(seed.licenseKey)","instance_name":"\#(String(repeating: "x", count: 257))"}"#),
                 ("activate", #"{"license_key":"\#(seed.licenseKey)","instance_name":"Mac","machine_hash":"\#(String(repeating: "m", count: 129))"}"#),
@@ -143,5 +144,36 @@ import Testing
     @Test(arguments: ["plain", "Studio Mac — Ünïcødé", "\u{A0}", "日本語", "emoji 🎉", "¢"])
     func ordinaryTextIsNot(text: String) {
         #expect(!Field.containsControlCharacter(text))
+    }
+}
+
+/// A known path asked with a method it does not have: 405 with `Allow` (RFC 9110), before any
+/// authentication, and nothing changes; an unknown path stays 404.
+@Suite struct MethodNotAllowedTests {
+    @Test func knownPathsAnswer405WithAllow() async throws {
+        try await Harness().run { client in
+            let seed = try await client.seed()
+            let cases: [(HTTPRequest.Method, String, String)] = [
+                (.trace, "/healthz", "GET, HEAD"),
+                (.post, "/healthz", "GET, HEAD"),
+                (HTTPRequest.Method("QUERY")!, "/.well-known/keylight-keys.json", "GET, HEAD"),
+                (.delete, "/\(seed.tenant)/\(seed.product)/activate", "POST"),
+                (.get, "/\(seed.tenant)/\(seed.product)/validate", "POST"),
+                (.put, "/\(seed.tenant)/\(seed.product)/config", "GET, HEAD"),
+                (.patch, "/admin/v1/tenants", "GET, HEAD, POST"),
+                (.delete, "/admin/v1/tenants/\(seed.tenant)/products/\(seed.product)/licenses/\(seed.licenseId)/revoke", "POST"),
+                (.options, "/stripe/webhook/\(seed.tenant)", "POST"),
+            ]
+            for (method, path, allow) in cases {
+                let reply = try await client.request(method, path)
+                #expect(reply.status == .methodNotAllowed, "\(method) \(path): \(reply.status)")
+                #expect(reply.headers[.allow] == allow, "\(method) \(path)")
+                #expect(reply.code == "METHOD_NOT_ALLOWED")
+            }
+            #expect(try await client.request(.trace, "/no/such/route/here").status == .notFound)
+            #expect(try await client.request(.head, "/healthz").status == .ok)
+            let license = try await client.admin(.get, "/tenants/\(seed.tenant)/products/\(seed.product)/licenses/\(seed.licenseId)")
+            #expect(license["status"] as? String == "active")
+        }
     }
 }

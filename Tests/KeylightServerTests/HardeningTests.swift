@@ -212,11 +212,11 @@ import Testing
     @Test func plainHTTPWebhooksOnlyToRealLoopbackAddresses() async throws {
         try await Harness().run { client in
             _ = try await client.seed()
-            for url in ["http://127.attacker.example/hook", "http://127.0.0.1.nip.io/hook", "http://localhost.attacker.example/hook", "http://[::2]/hook"] {
+            for url in ["http://127.attacker.example/hook", "http://127.0.0.1.nip.io/hook", "http://localhost.attacker.example/hook", "http://[::2]/hook", "https://[27:C]/hook", "https://[1.2.3.4]/hook"] {
                 let reply = try await client.admin(.post, "/tenants/acme/webhooks", ["url": url])
                 #expect(reply.status == .badRequest, "\(url) was accepted")
             }
-            for url in ["http://127.0.0.1:8080/hook", "http://127.9.9.9/hook", "http://[::1]:9/hook", "http://localhost/hook", "https://hooks.example.com/k"] {
+            for url in ["http://127.0.0.1:8080/hook", "http://127.9.9.9/hook", "http://[::1]:9/hook", "http://localhost/hook", "https://hooks.example.com/k", "https://[2001:db8::1]:8443/k"] {
                 #expect(try await client.admin(.post, "/tenants/acme/webhooks", ["url": url]).status == .created, "\(url) was refused")
             }
         }

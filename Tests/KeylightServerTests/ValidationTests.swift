@@ -92,19 +92,26 @@ import Testing
         }
     }
 
-    @Test func unknownLicenseOrInstanceIs404() async throws {
+    /// Protocol 6.1: 404 only for what is not there (license key, tenant, product); an instance that is
+    /// unknown, or presented from another machine, is a 422 `INSTANCE_INACTIVE` verdict with no lease.
+    @Test func unknownLicenseIs404AndAnUnknownOrForeignInstanceIs422() async throws {
         try await Harness().run { client in
             let seed = try await client.seed()
             let instance = try #require(try await client.activate(seed)["instance_id"] as? String)
             let other = try await client.mint(seed)
-            let wrongLicense = try await client.validate(seed, instance: instance, key: other.key)
-            #expect(wrongLicense.status == .notFound && wrongLicense.code == "NOT_FOUND")
-            let unknownInstance = try await client.validate(seed, instance: "00000000-0000-4000-8000-000000000009")
-            #expect(unknownInstance.status == .notFound)
             let unknownKey = try await client.validate(seed, instance: instance, key: "ACME-0000-0000-0000-0000")
-            #expect(unknownKey.status == .notFound)
-            let otherMachine = try await client.sdk("validate", ["license_key": seed.licenseKey, "instance_id": instance, "machine_hash": "elsewhere"], seed: seed)
-            #expect(otherMachine.status == .notFound)
+            #expect(unknownKey.status == .notFound && unknownKey.code == "NOT_FOUND" && unknownKey["valid"] as? Bool == false)
+            let refusals = [
+                try await client.validate(seed, instance: instance, key: other.key),
+                try await client.validate(seed, instance: "00000000-0000-4000-8000-000000000009"),
+                try await client.sdk("validate", ["license_key": seed.licenseKey, "instance_id": instance, "machine_hash": "elsewhere"], seed: seed),
+            ]
+            for reply in refusals {
+                #expect(reply.status == .unprocessableContent && reply.code == "INSTANCE_INACTIVE", "\(reply.text)")
+                #expect(reply["valid"] as? Bool == false && reply["lease"] == nil)
+            }
+            // The real machine still validates.
+            #expect(try await client.validate(seed, instance: instance).status == .ok)
         }
     }
 

@@ -1,10 +1,12 @@
 import Crypto
 import Foundation
 
-/// A license key: `PREFIX-XXXX-XXXX-XXXX-XXXX`.
+/// A license key.
 ///
-/// The prefix is the product's four upper-case alphanumerics; the four groups carry 80 random
-/// bits in Crockford base-32. A `LicenseKey` value always holds a normalised, well-formed key.
+/// Keys minted here are `PREFIX-XXXX-XXXX-XXXX-XXXX`: the product's 2–8 upper-case alphanumerics,
+/// then four groups carrying 80 random bits in Crockford base-32. Keys imported from the hosted
+/// service (protocol 6.1) may be any 8–64 of `A-Z 0-9 -`; both are looked up by the same hash.
+/// A `LicenseKey` value always holds a normalised key of one of the two forms.
 ///
 /// `description` is the masked form, so a key interpolated into a log line does not leak;
 /// use ``text`` where the full key is meant to be shown (once, to its owner).
@@ -12,27 +14,44 @@ public struct LicenseKey: Hashable, Sendable, CustomStringConvertible {
     /// The normalised key.
     public let text: String
 
-    /// Parses `input` after normalisation (trim white space, upper-case).
+    /// Parses `input` after normalisation (trim white space, upper-case): a minted or an imported key.
     public init(_ input: String) throws(LicenseKeyError) {
         let normalised = Self.normalize(input)
-        guard Self.isWellFormed(normalised) else { throw .invalidFormat }
+        guard Self.isMinted(normalised) || Self.isImportable(normalised) else { throw .invalidFormat }
         self.text = normalised
     }
 
     private init(validated text: String) { self.text = text }
 
-    /// The product prefix, for example `ACME`.
-    public var prefix: String { String(text.prefix(Self.prefixLength)) }
+    /// True when the key has the minted form `PREFIX-XXXX-XXXX-XXXX-XXXX` (false for an imported key).
+    public var isMintedFormat: Bool { Self.isMinted(text) }
+
+    /// The text before the first `-` (for a minted key, the product prefix, for example `ACME`).
+    public var prefix: String { String(text.prefix { $0 != "-" }) }
+
+    /// True when the key starts with the product prefix `prefix`: minted keys as `PREFIX-…`,
+    /// imported keys as the hosted service wrote them, which starts with the prefix.
+    public func hasProductPrefix(_ prefix: String) -> Bool {
+        isMintedFormat ? self.prefix == prefix : text.hasPrefix(prefix)
+    }
 
     /// Lower-case hex SHA-256 of the key's UTF-8 bytes: the only form the server stores.
     public var keyHash: String { Self.hash(normalized: text) }
 
-    /// `ACME-····-····-····-7B2D`: enough to recognise a key, not enough to use it.
+    /// `ACME-····-····-····-7B2D`: enough to recognise a key, not enough to use it. An imported key
+    /// shows at most 4 characters of its first segment and its last 4 (fewer below 16 characters,
+    /// never more than half the key): `ACME-····-7B2D`.
     public var masked: String {
         let hidden = String(repeating: "\u{00B7}", count: Self.groupLength)
-        let groups = text.split(separator: "-")
-        return ([String(groups[0])] + Array(repeating: hidden, count: Self.groupCount - 1) + [String(groups[Self.groupCount])])
-            .joined(separator: "-")
+        if isMintedFormat {
+            let groups = text.split(separator: "-")
+            return ([String(groups[0])] + Array(repeating: hidden, count: Self.groupCount - 1) + [String(groups[Self.groupCount])])
+                .joined(separator: "-")
+        }
+        // Head and tail together never show more than half of the key (imported keys have at least 8 characters).
+        let shown = min(4, text.count / 4)
+        let head = text.prefix { $0 != "-" }.prefix(shown)
+        return "\(head)-\(hidden)-\(text.suffix(shown))"
     }
 
     public var description: String { masked }
@@ -82,29 +101,42 @@ public struct LicenseKey: Hashable, Sendable, CustomStringConvertible {
         hash(normalized: normalize(input))
     }
 
-    /// True when `input`, once normalised, is a well-formed key.
+    /// True when `input`, once normalised, is a well-formed key (minted or imported).
     public static func isValid(_ input: String) -> Bool {
-        isWellFormed(normalize(input))
+        (try? LicenseKey(input)) != nil
     }
 
-    /// True for four upper-case ASCII letters or digits.
+    /// True for 2–8 upper-case ASCII letters or digits.
     public static func isValidPrefix(_ prefix: String) -> Bool {
         let bytes = Array(prefix.utf8)
-        return bytes.count == prefixLength && bytes.allSatisfy { byte in
-            (UInt8(ascii: "A")...UInt8(ascii: "Z")).contains(byte) || (UInt8(ascii: "0")...UInt8(ascii: "9")).contains(byte)
-        }
+        return prefixLengths.contains(bytes.count) && bytes.allSatisfy(isUpperAlphanumeric)
     }
 
-    static let prefixLength = 4
+    /// True when `input`, once normalised, is a key an admin may import for a product whose prefix
+    /// is `prefix`: 8–64 of `A-Z 0-9 -`, starting with the prefix.
+    public static func isImportable(_ input: String, prefix: String) -> Bool {
+        let normalised = normalize(input)
+        return isImportable(normalised) && normalised.hasPrefix(prefix)
+    }
+
+    /// Product prefixes (protocol 6.1; the first revision had exactly 4).
+    public static let prefixLengths = 2...8
+    /// Imported keys (protocol 6.1).
+    public static let importedLengths = 8...64
     static let groupCount = 4
     static let groupLength = 4
     static let randomBytes = 10  // 80 bits = 16 characters of 5 bits
-    /// `PREFIX` + four `-XXXX` groups.
-    public static let length = prefixLength + groupCount * (groupLength + 1)
+    /// The four `-XXXX` groups after the prefix.
+    static let groupsLength = groupCount * (groupLength + 1)
 
-    private static func isWellFormed(_ normalised: String) -> Bool {
+    private static func isUpperAlphanumeric(_ byte: UInt8) -> Bool {
+        (UInt8(ascii: "A")...UInt8(ascii: "Z")).contains(byte) || (UInt8(ascii: "0")...UInt8(ascii: "9")).contains(byte)
+    }
+
+    private static func isMinted(_ normalised: String) -> Bool {
         let bytes = Array(normalised.utf8)
-        guard bytes.count == length, isValidPrefix(String(decoding: bytes[0..<prefixLength], as: UTF8.self)) else {
+        let prefixLength = bytes.count - groupsLength
+        guard prefixLengths.contains(prefixLength), bytes[0..<prefixLength].allSatisfy(isUpperAlphanumeric) else {
             return false
         }
         for group in 0..<groupCount {
@@ -117,6 +149,11 @@ public struct LicenseKey: Hashable, Sendable, CustomStringConvertible {
         return true
     }
 
+    private static func isImportable(_ normalised: String) -> Bool {
+        let bytes = normalised.utf8
+        return importedLengths.contains(bytes.count) && bytes.allSatisfy { isUpperAlphanumeric($0) || $0 == UInt8(ascii: "-") }
+    }
+
     private static func hash(normalized: String) -> String {
         Hex.encode(SHA256.hash(data: Array(normalized.utf8)))
     }
@@ -126,8 +163,8 @@ public struct LicenseKey: Hashable, Sendable, CustomStringConvertible {
 public struct LicenseKeyError: Error, Hashable, Sendable, CustomStringConvertible {
     public let description: String
 
-    /// Not `PREFIX-XXXX-XXXX-XXXX-XXXX` in the Crockford alphabet.
-    public static let invalidFormat = Self(description: "license key is not of the form PREFIX-XXXX-XXXX-XXXX-XXXX (Crockford base-32)")
-    /// The prefix is not four upper-case ASCII letters or digits.
-    public static let invalidPrefix = Self(description: "key prefix must be 4 upper-case letters or digits")
+    /// Neither a minted key nor an importable one.
+    public static let invalidFormat = Self(description: "license key is neither PREFIX-XXXX-XXXX-XXXX-XXXX (Crockford base-32) nor an imported key of 8-64 characters A-Z 0-9 -")
+    /// The prefix is not 2–8 upper-case ASCII letters or digits.
+    public static let invalidPrefix = Self(description: "key prefix must be 2-8 upper-case letters or digits")
 }

@@ -33,6 +33,8 @@ struct CreateKeyTypeRequest: Decodable {
 
 struct CreateLicenseRequest: Decodable {
     var key_type_id: String?
+    /// An existing key to import instead of minting one (protocol 6.1).
+    var license_key: String?
     var customer_email: String?
     var expires_at: Int64?
 }

@@ -22,7 +22,7 @@ struct AdminRoutes {
     let service: AdminService
     let limits: ServerLimits
 
-    func register(on router: Router<KeylightRequestContext>, tokenHash: [UInt8]) {
+    func register(on router: some RouterMethods<KeylightRequestContext>, tokenHash: [UInt8]) {
         let admin = router.group("/admin/v1").add(middleware: AdminAuthMiddleware(tokenHash: tokenHash))
         let actor = Actor.adminToken
 

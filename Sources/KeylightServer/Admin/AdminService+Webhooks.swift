@@ -92,8 +92,13 @@ extension AdminService {
               let host = components.host?.lowercased(), !host.isEmpty, components.user == nil, components.password == nil else {
             throw APIError.invalidRequest("Field url must be an absolute https URL.")
         }
+        // A bracketed host is an IPv6 literal (RFC 3986 §3.2.2) or nothing: "[27:C]" is no address.
+        let bracketed = host.hasPrefix("[") && host.hasSuffix("]")
+        let literal = bracketed ? String(host.dropFirst().dropLast()) : host
+        if bracketed, !literal.contains(":") || IPAddress(literal) == nil {
+            throw APIError.invalidRequest("Field url has a bracketed host that is not an IPv6 address.")
+        }
         // A real loopback address, not a name that merely starts with "127." (127.attacker.example).
-        let literal = host.hasPrefix("[") && host.hasSuffix("]") ? String(host.dropFirst().dropLast()) : host
         let loopback = host == "localhost" || IPAddress(literal).map { address in Self.loopbackNetworks.contains { $0.contains(address) } } == true
         guard scheme == "https" || (scheme == "http" && loopback) else {
             throw APIError.invalidRequest("Field url must use https (plain http is allowed only to localhost).")

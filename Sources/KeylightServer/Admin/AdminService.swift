@@ -50,8 +50,8 @@ final class AdminService: Sendable {
         _ = try await requireTenant(tenantId)
         let id = try Field.pathId(body.id, "id")
         let name = try Field.required(body.name, "name", max: 200)
-        let prefix = try Field.required(body.key_prefix, "key_prefix", max: 4)
-        guard LicenseKey.isValidPrefix(prefix) else { throw APIError.invalidRequest("Field key_prefix must be 4 upper-case letters or digits.") }
+        let prefix = try Field.required(body.key_prefix, "key_prefix", max: LicenseKey.prefixLengths.upperBound)
+        guard LicenseKey.isValidPrefix(prefix) else { throw APIError.invalidRequest("Field key_prefix must be 2-8 upper-case letters or digits.") }
         let trialDays = try Field.integer(body.trial_duration_days ?? 0, "trial_duration_days", in: 0...3650)
         let sdkKey = Self.newSecret(prefix: "kl_sdk_")
         let now = clock.unixSeconds
@@ -107,13 +107,27 @@ final class AdminService: Sendable {
         let now = clock.unixSeconds
         let expiresAt = body.expires_at ?? keyType.durationDays.map { now + Int64($0) * 86_400 }
         if let expiresAt, expiresAt < 0 || expiresAt > 253_402_300_799 { throw APIError.invalidRequest("Field expires_at is out of range.") }
-        let key = try LicenseKey.generate(prefix: product.keyPrefix)
+        let key: LicenseKey
+        if let imported = body.license_key {
+            // A key from the hosted service (protocol 6.1), kept as it is so shipped apps keep working.
+            let text = try Field.required(imported, "license_key", max: LicenseKey.importedLengths.upperBound)
+            guard LicenseKey.isImportable(text, prefix: product.keyPrefix), let parsed = try? LicenseKey(text) else {
+                throw APIError.invalidRequest("Field license_key must be 8-64 characters of A-Z 0-9 - starting with the product prefix \(product.keyPrefix).")
+            }
+            key = parsed
+        } else {
+            key = try LicenseKey.generate(prefix: product.keyPrefix)
+        }
         let license = License(
             id: UUID().uuidString.lowercased(), tenantId: tenantId, productId: productId, keyTypeId: keyTypeId,
             keyHash: key.keyHash, maskedKey: key.masked, status: .active, expiresAt: expiresAt, customerEmail: email,
             activeInstances: 0, createdAt: now, updatedAt: now
         )
-        try await database.insertLicense(license, key: key.text, actor: actor)
+        do {
+            try await database.insertLicense(license, key: key.text, actor: actor)
+        } catch where StorageError.isUniqueViolation(error) {
+            throw APIError.conflict("That license key is already in use.")
+        }
         return (license, key)
     }
 

@@ -156,7 +156,8 @@ func buildRouter(
     licensing: LicensingService, admin: AdminService, checkout: CheckoutService, dashboard: DashboardRoutes, keyRing: KeyRing, metrics: ServerMetrics, signer: ResponseSigner?,
     limits: ServerLimits, trustedProxies: TrustedProxies = .none, adminTokenHash: [UInt8]
 ) -> Router<KeylightRequestContext> {
-    let router = Router(context: KeylightRequestContext.self)
+    let built = Router(context: KeylightRequestContext.self, options: .autoGenerateHeadEndpoints)
+    let router = MethodRecordingRouter(built)
     router.add(middleware: RequestObservationMiddleware(metrics: metrics, signer: signer, trustedProxies: trustedProxies))
     OpsRoutes(keyRing: keyRing, metrics: metrics).register(on: router)
     router.add(middleware: AddressRateLimitMiddleware(limiter: RateLimiter(limit: limits.perAddress)))
@@ -165,7 +166,8 @@ func buildRouter(
     CheckoutRoutes(service: checkout, limits: limits).register(on: router)
     dashboard.register(on: router)
     SDKRoutes(service: licensing, limits: limits).register(on: router)
-    return router
+    router.addMethodNotAllowedAnswers()
+    return built
 }
 
 /// Does one thing when graceful shutdown reaches it: closing a resource the services listed

@@ -33,7 +33,7 @@ struct DashboardRoutes: Sendable {
         var actor: Actor { Actor("user:\(email)") }
     }
 
-    func register(on router: Router<KeylightRequestContext>) {
+    func register(on router: some RouterMethods<KeylightRequestContext>) {
         router.get("/dashboard/static/dashboard.css") { _, _ in renderer.asset(renderer.stylesheet, contentType: "text/css; charset=utf-8") }
         router.get("/dashboard/static/dashboard.js") { _, _ in renderer.asset(renderer.script, contentType: "text/javascript; charset=utf-8") }
         let dash = router.group("/dashboard", context: DashboardContext.self).add(middleware: SessionMiddleware(

@@ -6,7 +6,7 @@ struct OpsRoutes {
     let keyRing: KeyRing
     let metrics: ServerMetrics
 
-    func register(on router: Router<KeylightRequestContext>) {
+    func register(on router: some RouterMethods<KeylightRequestContext>) {
         router.get("/healthz") { _, _ in
             JSONBody.raw(Array(#"{"status":"ok"}"#.utf8))
         }

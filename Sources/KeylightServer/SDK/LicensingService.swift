@@ -119,16 +119,15 @@ final class LicensingService: Sendable {
             metrics.recordValidation("not_found")
             throw APIError.notFound("License")
         }
-        // A known instance presented from another machine is not this machine's instance.
-        guard grant.instanceId != nil, machineHash == nil || grant.instanceMachineHash == nil || machineHash == grant.instanceMachineHash else {
-            metrics.recordValidation("not_found")
-            throw APIError.notFound("Instance")
-        }
         if let refusal = Self.refusal(grant, now: now, activating: false) {
             metrics.recordValidation("refused")
             throw refusal
         }
-        guard grant.instanceActive == true else {
+        // Protocol 6.1: an unknown instance, a deactivated one, and one presented from another machine
+        // are all "not an active instance here" (422), a verdict the SDK acts on; 404 stays for
+        // configuration errors (tenant, product, route, license).
+        guard grant.instanceId != nil, grant.instanceActive == true,
+              machineHash == nil || grant.instanceMachineHash == nil || machineHash == grant.instanceMachineHash else {
             metrics.recordValidation("refused")
             throw APIError.instanceInactive
         }
@@ -153,7 +152,7 @@ final class LicensingService: Sendable {
     func keyless(_ body: KeylessRequest, product: Product) async throws -> KeylessResponse {
         let instanceId = try Field.identifier(body.instance_id, "instance_id")!
         let state = try Field.required(body.state, "state", max: 16)
-        guard state == "trial" || state == "free_tier" else { throw APIError.invalidRequest("Field state must be trial or free_tier.") }
+        guard KeylessRequest.states.contains(state) else { throw APIError.invalidRequest("Field state must be trial, free_tier or expired.") }
         let machineHash = try Field.optional(body.machine_hash, "machine_hash", max: 128)
         try Field.telemetry(body)
         let now = clock.unixSeconds

@@ -113,6 +113,8 @@ struct DeactivateRequest: Decodable, TelemetryFields {
 }
 
 struct KeylessRequest: Decodable, TelemetryFields {
+    /// `expired`: a trial that ran out (protocol 6.1, as the hosted service's clients report it).
+    static let states: Set<String> = ["trial", "free_tier", "expired"]
     var instance_id: String?
     var state: String?
     var machine_hash: String?

@@ -8,7 +8,7 @@ struct SDKRoutes {
     let service: LicensingService
     let limits: ServerLimits
 
-    func register(on router: Router<KeylightRequestContext>) {
+    func register(on router: some RouterMethods<KeylightRequestContext>) {
         router.post("/:tenant/:product/activate") { request, context in
             try await handle(request, context) { product, body in
                 JSONBody.raw(try await service.activate(decodeBody(ActivateRequest.self, from: body.readableBytesView), product: product).jsonBytes)

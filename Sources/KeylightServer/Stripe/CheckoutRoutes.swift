@@ -7,7 +7,7 @@ struct CheckoutRoutes {
     let service: CheckoutService
     let limits: ServerLimits
 
-    func register(on router: Router<KeylightRequestContext>) {
+    func register(on router: some RouterMethods<KeylightRequestContext>) {
         router.post("/api/:tenant/checkout") { request, context in
             let tenantId = context.parameters.get("tenant") ?? ""
             try await service.authorize(tenantId: tenantId, bearer: request.headers[.authorization].flatMap(bearerToken))

@@ -17,7 +17,7 @@ struct StripeWebhookRoutes {
     /// Stripe events can be larger than SDK bodies.
     static let maxBody = 512 * 1024
 
-    func register(on router: Router<KeylightRequestContext>) {
+    func register(on router: some RouterMethods<KeylightRequestContext>) {
         router.post("/stripe/webhook/:tenant") { request, context in
             let tenantId = context.parameters.get("tenant") ?? ""
             guard TenantPath.isValidId(tenantId), let settings = try await admin.database.stripeSettings(tenantId: tenantId) else {
