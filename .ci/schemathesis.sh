@@ -240,7 +240,7 @@ key_type_ids = {{ values = ["pro", "basic"] }}
 {sdk_operation("sdkValidate", "validate_instance_ids")}
 {sdk_operation("sdkDeactivate", "deactivate_instance_ids")}
 [[operations]]
-include-operation-id = ["sdkKeyless", "sdkConfig"]
+include-operation-id = ["sdkKeyless", "sdkConfig", "tenantKeyset"]
 parameters = {{ "path.tenantId" = "acme", "path.productId" = "app" }}
 
 [[operations]]

@@ -10,14 +10,20 @@ public struct Configuration: Sendable {
     public var productId: String
     /// The product's SDK key (identifies the app to the server; not a secret from the user).
     public var sdkKey: String
-    /// The 4-character prefix of this product's license keys; other keys are refused locally.
+    /// The prefix of this product's license keys (2–8 characters); other keys are refused locally.
     public var keyPrefix: String
     /// Every signing key the app trusts, by kid (ship the next key before rotating to it).
     public var trustedKeys: [String: Curve25519.Signing.PublicKey]
-    /// Trial length until a signed product config has been verified.
+    /// Trial length until a signed product config has been verified. (There is no free-tier
+    /// seed: a free tier is granted only by a verified config, so a seed could only mislead.)
     public var trialDaysSeed: Int
-    /// What the app expects of the free tier; a free tier is granted only by a verified config.
-    public var freeTierSeed: Bool
+    /// The app's version, sent as `app_version` (trimmed to 64 bytes); defaults to the main
+    /// bundle's `CFBundleShortVersionString`.
+    public var appVersion: String?
+    /// Called on the main actor when a response's signature does not verify while
+    /// ``verificationMode`` is `.informational` (seed 004): the response is still used, and the
+    /// app decides what to report. Under `.enforced` such responses are refused instead.
+    public var onVerificationFailure: (@MainActor @Sendable (KeylightError) -> Void)?
     /// The name this device registers under (shown to the customer and the developer).
     public var instanceName: String
     /// Signed responses: `.informational` by default (verified and reported, nothing enforced).
@@ -35,7 +41,8 @@ public struct Configuration: Sendable {
         keyPrefix: String,
         trustedKeys: [String: Curve25519.Signing.PublicKey],
         trialDaysSeed: Int = 0,
-        freeTierSeed: Bool = false,
+        appVersion: String? = Bundle.main.object(forInfoDictionaryKey: "CFBundleShortVersionString") as? String,
+        onVerificationFailure: (@MainActor @Sendable (KeylightError) -> Void)? = nil,
         instanceName: String = ProcessInfo.processInfo.hostName,
         verificationMode: VerificationMode = .informational,
         refreshPolicy: RefreshPolicy = RefreshPolicy(),
@@ -50,7 +57,8 @@ public struct Configuration: Sendable {
         self.keyPrefix = keyPrefix
         self.trustedKeys = trustedKeys
         self.trialDaysSeed = trialDaysSeed
-        self.freeTierSeed = freeTierSeed
+        self.appVersion = appVersion
+        self.onVerificationFailure = onVerificationFailure
         self.instanceName = instanceName
         self.verificationMode = verificationMode
         self.refreshPolicy = refreshPolicy

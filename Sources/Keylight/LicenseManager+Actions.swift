@@ -30,7 +30,7 @@ extension LicenseManager {
             stored.rejection = nil
             stored.lastRefresh = now
             stored.lastAttempt = now
-            sawServer(at: now)
+            sawServer(serverTime: body.lease.issuedAt)
             failures = 0
             lastError = nil
             persist()
@@ -50,8 +50,14 @@ extension LicenseManager {
         record(exchange.verification)
         switch exchange.reply {
         case .success, .rejected:
-            // Rejected means the server no longer knows this license or instance: nothing to free.
-            sawServer(at: configuration.clock.unixSeconds)
+            // Rejected means the license or instance is no longer active: nothing to free.
+            stored.clearLicense()
+            lastError = nil
+            persist()
+            resolve()
+        case .transient(let error, _) where error.code == "NOT_FOUND":
+            // The server itself (its JSON code) no longer knows this license or instance
+            // (a reminted key): there is no seat to free, and the user asked to forget it.
             stored.clearLicense()
             lastError = nil
             persist()

@@ -15,19 +15,21 @@ extension LicenseManager {
         }
         stored.lastAttempt = now
         let outcome: (error: KeylightError, retryAfter: Int?)?
-        if let key = stored.licenseKey, let instanceId = stored.instanceId, stored.rejection == nil {
+        if let key = stored.licenseKey, let instanceId = stored.instanceId, stored.rejection == nil || recheckRefusal {
+            recheckRefusal = false
             outcome = await refreshLicense(key: key, instanceId: instanceId, now: now)
         } else if stored.licenseKey == nil {
             outcome = await refreshKeyless(now: now)
         } else {
-            outcome = nil  // refused license: nothing to ask until the user activates again
+            outcome = nil  // refused license: asked again at the next launch, or when the user activates again
         }
         persist()
         resolve()
         if let outcome {
             lastError = outcome.error
             failures += 1
-            let delay = policy.backoff(attempt: failures, retryAfter: outcome.retryAfter, using: &random)
+            // Backoff, but never more often than the debounce: a failing server is not hammered.
+            let delay = max(policy.backoff(attempt: failures, retryAfter: outcome.retryAfter, using: &random), Double(policy.debounce))
             scheduleRetry(after: delay, now: now)
         } else {
             failures = 0
@@ -36,7 +38,8 @@ extension LicenseManager {
     }
 
     private func refreshLicense(key: String, instanceId: String, now: Int64) async -> (KeylightError, Int?)? {
-        let machine = (try? machineHash()) ?? ""
+        // Never an empty machine_hash: a store read failure is transient, retried later.
+        guard let machine = try? machineHash() else { return (.storage("the device identity could not be read"), nil) }
         let exchange = await client.validate(key: key, instanceId: instanceId, machineHash: machine)
         record(exchange.verification)
         switch exchange.reply {
@@ -50,18 +53,18 @@ extension LicenseManager {
             stored.lease = body.lease
             stored.leaseVerification = exchange.verification.storedName
             stored.awaitingVerifiedLease = nil
-            if let config = resolver.trustedConfig(body.config) {
+            stored.rejection = nil  // a refused license that the server accepts again (reinstated)
+            if let config = resolver.freshConfig(body.config, replacing: stored.config, now: now) {
                 stored.config = config
                 stored.configVerification = exchange.verification.storedName
             }
             stored.lastRefresh = now
-            sawServer(at: now)
+            sawServer(serverTime: body.lease.issuedAt)
             lastError = nil
             return nil
         case .rejected(let error):
             stored.rejection = error.code
             stored.lastRefresh = now
-            sawServer(at: now)
             lastError = error
             return nil
         case .transient(let error, let retryAfter):
@@ -76,8 +79,14 @@ extension LicenseManager {
         let verification: VerificationResult
         if beaconDue {
             if stored.keylessInstanceId == nil { stored.keylessInstanceId = UUID().uuidString.lowercased() }
-            let keylessState = state == .freeTier ? "free_tier" : "trial"
-            let exchange = await client.keyless(instanceId: stored.keylessInstanceId!, state: keylessState, machineHash: (try? machineHash()) ?? "")
+            // Protocol 6.1: a trial that ran out (and no free tier) reports `expired`.
+            let keylessState = switch state {
+            case .freeTier: "free_tier"
+            case .expired: "expired"
+            default: "trial"
+            }
+            guard let machine = try? machineHash() else { return (.storage("the device identity could not be read"), nil) }
+            let exchange = await client.keyless(instanceId: stored.keylessInstanceId!, state: keylessState, machineHash: machine)
             record(exchange.verification)
             verification = exchange.verification
             switch exchange.reply {
@@ -99,11 +108,13 @@ extension LicenseManager {
             case .transient(let error, let retryAfter): return (error, retryAfter)
             }
         }
-        guard let trusted = resolver.trustedConfig(config) else { return (.untrustedLease, nil) }
+        // A config must be trusted, current and no older than the one kept: an old signed config
+        // replayed by a man in the middle (say, with the free tier on) is refused.
+        guard let trusted = resolver.freshConfig(config, replacing: stored.config, now: now) else { return (.untrustedLease, nil) }
         stored.config = trusted
         stored.configVerification = verification.storedName
         stored.lastRefresh = now
-        sawServer(at: now)
+        sawServer(serverTime: trusted.issuedAt)
         lastError = nil
         return nil
     }

@@ -37,6 +37,9 @@ public final class LicenseManager {
     @ObservationIgnored var scheduledRefresh: Task<Void, Never>?
     @ObservationIgnored var observers: [UUID: AsyncStream<LicenseUpdate>.Continuation] = [:]
     @ObservationIgnored var random = SystemRandomNumberGenerator()
+    /// A license the server refused is asked about again once per launch (a reinstated license
+    /// recovers without the key being entered again).
+    @ObservationIgnored var recheckRefusal = false
 
     public init(configuration: Configuration) {
         self.configuration = configuration
@@ -44,7 +47,7 @@ public final class LicenseManager {
             transport: configuration.transport, tenantId: configuration.tenantId, productId: configuration.productId,
             sdkKey: configuration.sdkKey, mode: configuration.verificationMode,
             verification: ResponseVerification(verifier: ResponseSignatureVerifier(keyset: Keyset(configuration.trustedKeys))),
-            clock: configuration.clock
+            clock: configuration.clock, appVersion: configuration.appVersion
         )
         self.resolver = LicenseResolver(
             tenantId: configuration.tenantId, productId: configuration.productId,
@@ -101,7 +104,8 @@ public final class LicenseManager {
         // A stricter verification mode than the cache was filled under: refetch what it would refuse.
         if stored.discardUnverified(for: configuration.verificationMode) { persist() }
         resolve()
-        pendingRefresh = Task { await self.refreshIfNeeded() }
+        recheckRefusal = stored.rejection != nil && stored.licenseKey != nil
+        pendingRefresh = Task { await self.refreshIfNeeded(force: self.recheckRefusal) }
     }
 
     /// Waits for the refresh started by ``checkOnLaunch()`` (tests, command-line tools).
@@ -136,6 +140,9 @@ public final class LicenseManager {
 
     /// Records how a response's signature checked out, publishing a change.
     func record(_ verification: VerificationResult) {
+        if case .failed(let reason) = verification, configuration.verificationMode == .informational {
+            configuration.onVerificationFailure?(.signatureVerificationFailed(reason))
+        }
         guard verification != lastVerification else { return }
         lastVerification = verification
         publish()
@@ -156,12 +163,25 @@ public final class LicenseManager {
         }
     }
 
-    /// Records a successful round trip (for clock-rollback detection).
-    func sawServer(at now: Int64) {
-        stored.lastSeen = max(stored.lastSeen ?? now, now)
+    /// Records the server's own time from a verified response (a lease's or config's `issuedAt`)
+    /// as the clock-rollback reference. It replaces the previous reference rather than taking the
+    /// maximum (seed 000): a device clock that ran ahead and was corrected never poisons it, and a
+    /// verified answer from the server always resets it.
+    func sawServer(serverTime: Int64) {
+        stored.lastSeen = serverTime
     }
 
+    /// True when the device clock reads more than an hour before the server's time at the last
+    /// verified contact: the clock was set back (the state is then `.invalid` until it is right).
+    public var isClockManipulated: Bool {
+        LicenseResolver.isClockManipulated(lastSeen: stored.lastSeen, now: configuration.clock.unixSeconds)
+    }
+
+    /// This device's per-product hash. A store that cannot be read is an error, never an empty
+    /// hash: the server would take "" for another machine.
     func machineHash() throws -> String {
-        try MachineIdentity.hash(productKey: "\(configuration.tenantId)/\(configuration.productId)", store: configuration.store)
+        let hash = try MachineIdentity.hash(productKey: "\(configuration.tenantId)/\(configuration.productId)", store: configuration.store)
+        guard !hash.isEmpty else { throw KeylightError.storage("no device identity") }
+        return hash
     }
 }

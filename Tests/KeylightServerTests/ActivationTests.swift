@@ -22,7 +22,7 @@ import Testing
             #expect(lease.status == .active)
             #expect(lease.entitlements == ["pro", "sync"])
             #expect(lease.issuedAt == now && lease.expiresAt == now + 7 * 86_400)
-            #expect(lease.kid == client.server.keyRing.current.active.kid)
+            #expect(lease.kid == client.server.keyRing.current["acme"]!.active.kid)
             #expect(try await client.count("SELECT COUNT(*) AS n FROM instances WHERE active") == 1)
         }
     }

@@ -254,7 +254,7 @@ import Testing
             let (browser, seed) = try await Self.signedIn(client)
             let endpoint = try await WebhookTests.register(client, url: "https://hooks.example.com/x")
             let license = "/dashboard/t/acme/p/app/licenses/\(seed.licenseId)"
-            let kid = client.server.keyRing.current.active.kid
+            let kid = client.server.keyRing.current["acme"]!.active.kid
             let forms: [(String, [(String, String)])] = [
                 ("/dashboard/tenants", [("id", "other"), ("name", "Other")]),
                 ("/dashboard/t/acme/products", [("id", "p2"), ("name", "P2"), ("key_prefix", "PTWO")]),
@@ -313,7 +313,7 @@ import Testing
             let product = try #require(try await client.database.product(tenantId: "north", id: "notes"))
             #expect(product.keyPrefix == "NOTE" && product.trialDurationDays == 21 && product.freeTierEnabled)
             #expect(product.sdkKeyHash == Hex.encode(SHA256Digest(sdkKey)))
-            let kid = client.server.keyRing.current.active.kid
+            let kid = client.server.keyRing.current["north"]!.active.kid
             #expect(created.text.contains("tenantId: &quot;north&quot;, productId: &quot;notes&quot;") && created.text.contains(kid))
             let page = try await browser.get("/dashboard/t/north/p/notes")
             #expect(page.status == .ok && !page.text.contains(sdkKey) && page.text.contains("<svg class=\"chart statuses\""))
@@ -439,17 +439,29 @@ import Testing
     @Test func signingKeysAuditAndCharts() async throws {
         try await Harness().run { client in
             let (browser, seed) = try await Self.signedIn(client)
-            let first = client.server.keyRing.current.active.kid
+            let first = client.server.keyRing.current["acme"]!.active.kid
             #expect(try await browser.get("/dashboard/signing-keys").text.contains(first))
-            _ = try await browser.post("/dashboard/signing-keys/rotate")
-            let second = client.server.keyRing.current.active.kid
-            #expect(second != first)
+            // Staged: prepare shows the next key in the snippet to ship, rotate promotes it.
+            _ = try await browser.post("/dashboard/t/acme/signing-keys/prepare")
+            let next = try #require(client.server.keyRing.current["acme"]?.next)
+            let prepared = try await browser.get("/dashboard/signing-keys")
+            #expect(prepared.text.contains("is published as next") && prepared.text.contains("Rotate to \(next.kid)"))
+            let line = "\"\(next.kid)\": try .init(rawRepresentation: Data(base64Encoded: \"\(next.publicKey)\")!),  // next"
+            #expect(prepared.text.contains(line.replacingOccurrences(of: "\"", with: "&quot;")))
+            let product = try await browser.get("/dashboard/t/acme/p/app")
+            #expect(product.text.contains(next.publicKey) && product.text.contains(first))
+            _ = try await browser.post("/dashboard/t/acme/signing-keys/rotate")
+            let second = client.server.keyRing.current["acme"]!.active.kid
+            #expect(second == next.kid)
             let keys = try await browser.get("/dashboard/signing-keys")
-            #expect(keys.text.contains("is active") && keys.text.contains("/dashboard/signing-keys/\(first)/retire"))
-            _ = try await browser.post("/dashboard/signing-keys/\(first)/retire")
-            #expect(!client.server.keyRing.current.keyset.keys.keys.contains(first))
-            _ = try await browser.post("/dashboard/signing-keys/\(second)/retire")
+            #expect(keys.text.contains("is active") && keys.text.contains("/dashboard/t/acme/signing-keys/\(first)/retire"))
+            _ = try await browser.post("/dashboard/t/acme/signing-keys/\(first)/retire")
+            #expect(!client.server.keyRing.current["acme"]!.keyset.keys.keys.contains(first))
+            _ = try await browser.post("/dashboard/t/acme/signing-keys/\(second)/retire")
             #expect(try await browser.get("/dashboard/signing-keys").text.contains("rotate first"))
+            // The server-wide button rotates every tenant.
+            _ = try await browser.post("/dashboard/signing-keys/rotate")
+            #expect(client.server.keyRing.current["acme"]!.active.kid != second)
 
             // Two activations and three validations today, one activation yesterday: the charts count them.
             client.clock.advance(by: -86_400)

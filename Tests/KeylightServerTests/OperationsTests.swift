@@ -80,7 +80,7 @@ struct CapturingLogHandler: LogHandler {
             _ = try await client.admin(.put, "/tenants/acme/stripe", ["webhook_secret": "whsec_secretvalue"])
             captured.withLockedValue { $0 = [
                 seed.sdkKey, seed.licenseKey, minted.key, endpointSecret.secret, checkoutKey, "sk_test_abc",
-                Base64.encode(client.server.keyRing.current.active.privateKey.rawRepresentation),
+                Base64.encode(client.server.keyRing.current["acme"]!.active.privateKey.rawRepresentation),
             ] }
         }
         await receiver.stop()

@@ -28,7 +28,7 @@ import Testing
             #expect(activated.status == .ok)
             try verify(activated, nonce: nonce, path: "/acme/app/activate", keyset: keyset, now: now)
             #expect(activated.headers[.init("X-Keylight-Request-Time")!] == String(harness.clock.unixMilliseconds))
-            #expect(activated.headers[.init("X-Keylight-Signature-Kid")!] == client.server.keyRing.current.active.kid)
+            #expect(activated.headers[.init("X-Keylight-Signature-Kid")!] == client.server.keyRing.current["acme"]!.active.kid)
             // Another nonce, path or body does not verify.
             #expect(throws: ResponseSignatureError.badMessageSignature) { try verify(activated, nonce: ResponseNonce(), path: "/acme/app/activate", keyset: keyset, now: now) }
             #expect(throws: ResponseSignatureError.badMessageSignature) { try verify(activated, nonce: nonce, path: "/acme/app/validate", keyset: keyset, now: now) }
@@ -71,10 +71,12 @@ import Testing
         let path = try ConcurrencyTests.databaseFile()
         let clock = TestClock()
         try await Harness(databasePath: path, clock: clock).run { client in
-            let first = try #require(try await client.database.responseSigningKey(rootKid: client.server.keyRing.current.active.kid, createdDay: keylightDay(clock.unixSeconds)))
+            let seed = try await client.seed()
+            // The tenant's key got its intermediate when the tenant was created.
+            let first = try #require(try await client.database.responseSigningKey(rootKid: client.server.keyRing.current["acme"]!.active.kid, createdDay: keylightDay(clock.unixSeconds)))
             #expect(first.expiryDay == keylightDay(clock.unixSeconds) + 3)
             let nonce = ResponseNonce()
-            let before = try await client.sdkRaw("config", body: nil, seed: try await client.seed(), method: .get, headers: [Self.nonceName: nonce.header])
+            let before = try await client.sdkRaw("config", body: nil, seed: seed, method: .get, headers: [Self.nonceName: nonce.header])
             let certificateBefore = Array(Base64.decode(before.headers[.init("X-Keylight-Signature")!]!)![0..<100])
             #expect(Base64.encode(certificateBefore) == first.certificate)
 
@@ -98,7 +100,7 @@ import Testing
         try await Harness(databasePath: path, clock: clock).run { client in
             let n = ResponseNonce()
             let reply = try await client.sdkRaw("config", body: nil, seed: Seed(sdkKey: try #require(try await client.database.setting("test_sdk_key")), keyType: "", licenseKey: "", licenseId: ""), method: .get, headers: [Self.nonceName: n.header])
-            let stored = try #require(try await client.database.responseSigningKey(rootKid: client.server.keyRing.current.active.kid, createdDay: keylightDay(clock.unixSeconds)))
+            let stored = try #require(try await client.database.responseSigningKey(rootKid: client.server.keyRing.current["acme"]!.active.kid, createdDay: keylightDay(clock.unixSeconds)))
             #expect(Base64.encode(Array(Base64.decode(reply.headers[.init("X-Keylight-Signature")!]!)![0..<100])) == stored.certificate)
         }
     }

@@ -20,8 +20,8 @@ enum StorageBackend: String, CaseIterable, Sendable, CustomTestStringConvertible
 
     var testDescription: String { rawValue }
 
-    /// A fresh, migrated database.
-    func open(poolSize: Int = 4) async throws -> Database {
+    /// A fresh database, migrated (to the end, or through `migrations` only).
+    func open(poolSize: Int = 4, migrations: [Migration] = Migration.all) async throws -> Database {
         let database: Database
         switch self {
         case .sqliteMemory:
@@ -33,7 +33,7 @@ enum StorageBackend: String, CaseIterable, Sendable, CustomTestStringConvertible
             database = try await PostgresStorage.open(url: url, poolSize: poolSize, searchPath: [try await Self.freshSchema(url: url)], logger: Harness.logger)
         }
         do {
-            try await database.migrate(logger: Harness.logger)
+            try await database.migrate(migrations, logger: Harness.logger)
         } catch {
             // An open pool must be shut down before it is released (async-kit asserts it).
             await database.close()

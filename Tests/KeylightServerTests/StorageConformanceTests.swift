@@ -8,8 +8,12 @@ import Testing
 @Suite struct StorageConformanceTests {
     static let now: Int64 = 1_781_076_246
 
+    static func keyRow(_ tenantId: String, _ kid: String) -> SigningKeyRow {
+        SigningKeyRow(tenantId: tenantId, kid: kid, publicKey: "pk-\(kid)", sealedPrivateKey: "sealed", status: .active, createdAt: now, statusChangedAt: now)
+    }
+
     static func catalog(_ db: Database, limit: Int = 3) async throws {
-        #expect(try await db.insertTenant(Tenant(id: "acme", name: "Acme", createdAt: now), actor: .adminToken))
+        #expect(try await db.insertTenant(Tenant(id: "acme", name: "Acme", createdAt: now), firstSigningKey: keyRow("acme", "k0"), actor: .adminToken))
         #expect(try await db.insertProduct(Product(tenantId: "acme", id: "app", name: "App", keyPrefix: "ACME", sdkKeyHash: String(repeating: "0", count: 64),
                                                    trialDurationDays: 14, freeTierEnabled: true, createdAt: now, updatedAt: now), actor: .adminToken))
         #expect(try await db.insertKeyType(KeyType(tenantId: "acme", productId: "app", id: "pro", displayName: "Pro", activationLimit: limit, durationDays: nil,
@@ -35,7 +39,7 @@ import Testing
         #expect(try await db.migrate(logger: Harness.logger).isEmpty)
         #expect(try await db.appliedMigrations() == Migration.all.map(\.name))
         try await Self.catalog(db)
-        #expect(try await !db.insertTenant(Tenant(id: "acme", name: "Again", createdAt: Self.now), actor: .adminToken))
+        #expect(try await !db.insertTenant(Tenant(id: "acme", name: "Again", createdAt: Self.now), firstSigningKey: Self.keyRow("acme", "k9"), actor: .adminToken))
         #expect(try await db.tenant(id: "acme")?.name == "Acme")
         let product = try #require(try await db.product(tenantId: "acme", id: "app"))
         #expect(product.freeTierEnabled && product.trialDurationDays == 14)
@@ -44,7 +48,7 @@ import Testing
         #expect(try await db.keyType(tenantId: "acme", productId: "app", id: "pro")?.entitlementCodes == ["pro", "sync"])
         #expect(try await db.keyType(tenantId: "acme", productId: "app", id: "pro")?.durationDays == nil)
         let audit = try await db.auditLog(limit: 10)
-        #expect(audit.map(\.action).prefix(4) == ["product.update", "key_type.create", "product.create", "tenant.create"])
+        #expect(audit.map(\.action).prefix(5) == ["product.update", "key_type.create", "product.create", "signing_key.create", "tenant.create"])
         #expect(try await db.auditLog(limit: 2, beforeId: audit[1].id).first?.id == audit[2].id)
         await db.close()
     }
@@ -174,16 +178,36 @@ import Testing
     @Test(arguments: StorageBackend.available)
     func signingKeysAndResponseKeys(backend: StorageBackend) async throws {
         let db = try await backend.open()
-        func row(_ kid: String) -> SigningKeyRow {
-            SigningKeyRow(kid: kid, publicKey: "pk-\(kid)", sealedPrivateKey: "sealed", status: .active, createdAt: Self.now, statusChangedAt: Self.now)
+        try await Self.catalog(db)  // acme signs with k0
+        #expect(try await db.insertTenant(Tenant(id: "beta", name: "Beta", createdAt: Self.now), firstSigningKey: Self.keyRow("beta", "k0"), actor: .adminToken))
+        func keys(_ tenant: String) async throws -> [String] {
+            try await db.signingKeyRows(tenantId: tenant).map { "\($0.kid):\($0.status.rawValue)" }
         }
-        #expect(try await db.installSigningKey(row("k1"), replaceActive: false, actor: .system))
-        #expect(try await !db.installSigningKey(row("k2"), replaceActive: false, actor: .system))  // one active key only
-        #expect(try await db.installSigningKey(row("k3"), replaceActive: true, actor: .adminToken))
-        #expect(try await db.signingKeyRows().map { "\($0.kid):\($0.status.rawValue)" } == ["k1:grace", "k3:active"])
-        #expect(try await db.retireSigningKey(kid: "k3", now: Self.now, actor: .adminToken) == .active)
-        #expect(try await db.retireSigningKey(kid: "k1", now: Self.now, actor: .adminToken) == .retired)
-        #expect(try await db.retireSigningKey(kid: "nope", now: Self.now, actor: .adminToken) == .notFound)
+        #expect(try await !db.insertFirstSigningKey(Self.keyRow("acme", "k2"), actor: .system))  // one active key only
+        // Prepare publishes a next key; preparing again returns it instead of replacing it.
+        #expect(try await db.prepareSigningKey(Self.keyRow("acme", "k1"), actor: .adminToken).status == .next)
+        #expect(try await db.prepareSigningKey(Self.keyRow("acme", "kx"), actor: .adminToken).kid == "k1")
+        #expect(try await keys("acme") == ["k0:active", "k1:next"])
+        // Rotation promotes the prepared key, and touches no other tenant.
+        let first = try await db.rotateSigningKeys(tenantIds: ["acme"], fresh: Self.keyRow("", "k9"), now: Self.now, actor: .adminToken)
+        #expect(first == [RotationOutcome(tenantId: "acme", kid: "k1", promotedNext: true)])
+        #expect(try await keys("acme") == ["k0:grace", "k1:active"])
+        #expect(try await keys("beta") == ["k0:active"])
+        // Without a prepared key, a rotation installs the fresh one.
+        let both = try await db.rotateSigningKeys(tenantIds: ["acme", "beta"], fresh: Self.keyRow("", "k3"), now: Self.now + 1, actor: .adminToken)
+        #expect(both.map(\.kid) == ["k3", "k3"] && both.allSatisfy { !$0.promotedNext })
+        #expect(try await keys("acme") == ["k0:grace", "k1:grace", "k3:active"])
+        #expect(try await keys("beta") == ["k0:grace", "k3:active"])
+        // Retiring: never the key that signs; per tenant, or everywhere.
+        #expect(try await db.retireSigningKey(kid: "k3", tenantId: "acme", now: Self.now, actor: .adminToken) == .active)
+        #expect(try await db.retireSigningKey(kid: "k3", tenantId: nil, now: Self.now, actor: .adminToken) == .active)
+        #expect(try await db.retireSigningKey(kid: "k0", tenantId: "acme", now: Self.now, actor: .adminToken) == .retired)
+        #expect(try await keys("beta") == ["k0:grace", "k3:active"])
+        #expect(try await db.retireSigningKey(kid: "k0", tenantId: nil, now: Self.now, actor: .adminToken) == .retired)
+        #expect(try await keys("beta") == ["k0:retired", "k3:active"])
+        #expect(try await db.retireSigningKey(kid: "k0", tenantId: nil, now: Self.now, actor: .adminToken) == .alreadyRetired)
+        #expect(try await db.retireSigningKey(kid: "nope", tenantId: nil, now: Self.now, actor: .adminToken) == .notFound)
+        #expect(try await db.retireSigningKey(kid: "k1", tenantId: "beta", now: Self.now, actor: .adminToken) == .notFound)
 
         let key = ResponseSigningKeyRow(id: "r1", rootKid: "k3", createdDay: 100, expiryDay: 103, sealedPrivateKey: "s", certificate: "c1")
         try await db.insertResponseSigningKey(key, now: Self.now)
@@ -226,8 +250,9 @@ import Testing
                 }
                 return try await group.reduce(into: [Int]()) { $0.append($1) }
             }
-            #expect(statuses.filter { $0 == 200 }.count == 3)
-            #expect(statuses.filter { $0 == 409 }.count == 197)
+            let histogram = Dictionary(statuses.map { ($0, 1) }, uniquingKeysWith: +)
+            #expect(statuses.filter { $0 == 200 }.count == 3, "\(histogram)")
+            #expect(statuses.filter { $0 == 409 }.count == 197, "\(histogram)")
             #expect(try await client.count("SELECT COUNT(*) AS n FROM instances WHERE active") == 3)
         }
     }

@@ -32,6 +32,8 @@ final class FakeServer: Transport, @unchecked Sendable {
     private var _licenseExpiresAt: Int64?
     private var _gate: CheckedContinuation<Void, Never>?
     private var _holding = false
+    private var _serverOffset: Int64 = 0
+    private var _configOverride: SignedProductConfig?
     var signWith: SigningKey?
     /// Answer requests that carry a nonce with signed responses (protocol section 3).
     var signsResponses = false
@@ -47,6 +49,11 @@ final class FakeServer: Transport, @unchecked Sendable {
     var trialDays: Int { get { lock.withLock { _trialDays } } set { lock.withLock { _trialDays = newValue } } }
     var freeTier: Bool { get { lock.withLock { _freeTier } } set { lock.withLock { _freeTier = newValue } } }
     var licenseExpiresAt: Int64? { get { lock.withLock { _licenseExpiresAt } } set { lock.withLock { _licenseExpiresAt = newValue } } }
+
+    /// The server's clock minus the device's (the device's clock is `clock`).
+    var serverOffset: Int64 { get { lock.withLock { _serverOffset } } set { lock.withLock { _serverOffset = newValue } } }
+    /// A config to answer instead of a fresh one (a replay).
+    var configOverride: SignedProductConfig? { get { lock.withLock { _configOverride } } set { lock.withLock { _configOverride = newValue } } }
 
     func count(_ action: String) -> Int { requests.filter { $0.path.hasSuffix("/" + action) }.count }
 
@@ -93,7 +100,7 @@ final class FakeServer: Transport, @unchecked Sendable {
 
     private func answer(_ request: TransportRequest) throws -> TransportResponse {
         let fields = (request.body.flatMap { try? JSONSerialization.jsonObject(with: $0) as? [String: String] }) ?? [:]
-        let now = clock.unixSeconds
+        let now = clock.unixSeconds + serverOffset
         let action = request.path.split(separator: "/").last.map(String.init) ?? ""
         func lease(key: String, instance: String) throws -> [String: Any] {
             let status = leaseStatus
@@ -103,7 +110,7 @@ final class FakeServer: Transport, @unchecked Sendable {
             )
             return try JSONSerialization.jsonObject(with: lease.json()) as! [String: Any]
         }
-        let config = ProductConfig(tenantId: "acme", productId: "app", trialDurationDays: trialDays, freeTierEnabled: freeTier, issuedAt: now, expiresAt: now + 86_400)
+        let config = configOverride ?? ProductConfig(tenantId: "acme", productId: "app", trialDurationDays: trialDays, freeTierEnabled: freeTier, issuedAt: now, expiresAt: now + 86_400)
             .signed(with: signWith ?? key)
         let configObject = try JSONSerialization.jsonObject(with: JSONEncoder().encode(config)) as! [String: Any]
         var body: [String: Any]
@@ -129,11 +136,16 @@ enum Fixture {
     static let key = "ACME-AB12-CD34-EF56-GH78"
 
     @MainActor
-    static func manager(server: FakeServer, store: any SecureStore = InMemoryStore(), trialDaysSeed: Int = 0, trusted: [String: Curve25519.Signing.PublicKey]? = nil, mode: VerificationMode = .informational) -> LicenseManager {
-        LicenseManager(configuration: Configuration(
+    static func manager(
+        server: FakeServer, store: any SecureStore = InMemoryStore(), trialDaysSeed: Int = 0, trusted: [String: Curve25519.Signing.PublicKey]? = nil,
+        mode: VerificationMode = .informational, configure: (inout Configuration) -> Void = { _ in }
+    ) -> LicenseManager {
+        var configuration = Configuration(
             serverURL: URL(string: "https://licenses.invalid")!, tenantId: "acme", productId: "app", sdkKey: "kl_sdk_test",
-            keyPrefix: "ACME", trustedKeys: trusted ?? server.keyset, trialDaysSeed: trialDaysSeed, freeTierSeed: true,
+            keyPrefix: "ACME", trustedKeys: trusted ?? server.keyset, trialDaysSeed: trialDaysSeed,
             instanceName: "Test Mac", verificationMode: mode, clock: server.clock, store: store, transport: server
-        ))
+        )
+        configure(&configuration)
+        return LicenseManager(configuration: configuration)
     }
 }

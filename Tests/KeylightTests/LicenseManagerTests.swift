@@ -138,11 +138,14 @@ import Testing
         for await state in stream { changes.append(state); break }
         #expect(changes.map(\.state) == [.invalid])
         #expect(posted.states == ["invalid"])
-        server.mode = .normal
+        // Still refused at the next launch: the re-check confirms it, and nothing grants access meanwhile.
         let relaunched = Fixture.manager(server: server, store: store)
         await relaunched.checkOnLaunch()
         #expect(relaunched.state == .invalid)
+        await relaunched.waitUntilIdle()
+        #expect(relaunched.state == .invalid && server.count("validate") == 2)
         // A new activation clears the refusal.
+        server.mode = .normal
         try await relaunched.activate(key: Fixture.key)
         #expect(relaunched.state == .licensed)
     }

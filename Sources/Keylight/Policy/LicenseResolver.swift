@@ -3,7 +3,7 @@ import KeylightCore
 
 /// Decides the license state from what is stored, offline. Most specific wins:
 ///
-/// 1. the clock was set back more than an hour before the last round trip → `invalid`
+/// 1. the clock reads more than an hour before the server's time at the last verified contact → `invalid`
 /// 2. a license the server explicitly refused → `invalid`
 /// 3. a license with a verified, current lease → by the lease: `active` → `licensed`,
 ///    `fallback` → `limited`, `expired` → `expired` (the server's word beats local expiry)
@@ -27,8 +27,14 @@ struct LicenseResolver: Sendable {
 
     static let rollbackTolerance: Int64 = 3_600
 
+    /// True when `now` is more than the tolerance before the server time of the last verified contact.
+    static func isClockManipulated(lastSeen: Int64?, now: Int64) -> Bool {
+        guard let lastSeen else { return false }
+        return now < lastSeen - rollbackTolerance
+    }
+
     func resolve(_ stored: PersistedState, now: Int64) -> Resolution {
-        if let lastSeen = stored.lastSeen, now < lastSeen - Self.rollbackTolerance {
+        if Self.isClockManipulated(lastSeen: stored.lastSeen, now: now) {
             return Resolution(state: .invalid, entitlements: [], reason: "clock set back before the last server contact")
         }
         if let key = stored.licenseKey {
@@ -68,6 +74,18 @@ struct LicenseResolver: Sendable {
             return Resolution(state: .freeTier, entitlements: [], reason: "trial over; free tier")
         }
         return Resolution(state: .expired, entitlements: [], reason: config == nil ? "trial over; product config never verified" : "trial over")
+    }
+
+    /// A config just received, if it may replace `current`: signed by a trusted key for this
+    /// product, not expired, and not older than the config already kept. (A kept config stays
+    /// usable after its expiry, see ``trustedConfig(_:)``; a received one must be current, or an
+    /// old one could be replayed forever.)
+    func freshConfig(_ config: SignedProductConfig?, replacing current: SignedProductConfig?, now: Int64) -> SignedProductConfig? {
+        guard let config else { return nil }
+        let verification = config.verify(tenantId: tenantId, productId: productId, with: trustedKeys, now: now)
+        guard verification.isTrusted, !verification.expired else { return nil }
+        if let current = trustedConfig(current), config.issuedAt < current.issuedAt { return nil }
+        return config
     }
 
     /// The cached config if signed by a trusted key for this product. An authentic config stays

@@ -19,6 +19,8 @@ struct KeylightClient: Sendable {
     let mode: VerificationMode
     let verification: ResponseVerification
     let clock: any WallClock
+    /// The app's version, sent as `app_version` (nil: not sent).
+    var appVersion: String?
     let sdkVersion = "1.0.0"
 
     /// A reply and how its signature checked out.
@@ -81,6 +83,7 @@ struct KeylightClient: Sendable {
         var body = fields
         body["sdk_version"] = sdkVersion
         body["platform"] = Self.platform
+        if let appVersion = appVersion.flatMap(Self.telemetryValue) { body["app_version"] = appVersion }
         let data = (try? JSONSerialization.data(withJSONObject: body, options: [.sortedKeys])) ?? Data()
         return await exchange(TransportRequest(method: "POST", path: "/\(tenantId)/\(productId)/\(action)", headers: headers(), body: data))
     }
@@ -105,9 +108,10 @@ struct KeylightClient: Sendable {
         return Exchange(reply: Self.classify(response), verification: result)
     }
 
-    /// 2xx with a decodable body is success; 429 and 5xx are transient (with `Retry-After`);
-    /// license-level 4xx codes are decisions; anything else (400, 401, 413: our bug or the
-    /// app's configuration) is reported but changes no state.
+    /// 2xx with a decodable body is success; the server's verdicts on the license or instance
+    /// (``verdictCodes``) are decisions; everything else — 404 (a wrong product id, a proxy path),
+    /// 401, 400, 413, 429, 5xx — is reported and retried but changes no state (protocol 6.1:
+    /// clients treat 404 as a configuration error, never as a verdict).
     static func classify<T: Decodable & Sendable>(_ response: TransportResponse) -> ServerReply<T> {
         let retryAfter = response.headers["retry-after"].flatMap { Int($0.trimmingCharacters(in: .whitespaces)) }
         if (200..<300).contains(response.status) {
@@ -120,7 +124,7 @@ struct KeylightClient: Sendable {
         let code = body?.code ?? "HTTP_\(response.status)"
         let error = KeylightError.server(code: code, message: body?.error ?? "HTTP \(response.status)")
         if response.status == 429 || response.status >= 500 { return .transient(error, retryAfter: retryAfter) }
-        if decisionCodes.contains(code) { return .rejected(error) }
+        if (400..<500).contains(response.status), verdictCodes.contains(code) { return .rejected(error) }
         return .transient(error, retryAfter: nil)
     }
 
@@ -129,10 +133,21 @@ struct KeylightClient: Sendable {
         var code: String?
     }
 
-    /// Codes by which the server decides about a license or instance.
-    static let decisionCodes: Set<String> = [
-        "NOT_FOUND", "ACTIVATION_LIMIT_REACHED", "LICENSE_REVOKED", "LICENSE_SUSPENDED", "LICENSE_EXPIRED", "INSTANCE_INACTIVE",
-    ]
+    /// Codes by which the server decides about a license or instance. Only these change state;
+    /// activation's own refusals (`ACTIVATION_LIMIT_REACHED`, `LICENSE_EXPIRED`, an unknown key)
+    /// are thrown to the app and change nothing either way.
+    static let verdictCodes: Set<String> = ["LICENSE_REVOKED", "LICENSE_SUSPENDED", "INSTANCE_INACTIVE"]
+
+    /// A telemetry value the server accepts: no control characters, at most 64 UTF-8 bytes
+    /// (cut on a character boundary); nil when nothing is left.
+    static func telemetryValue(_ text: String) -> String? {
+        var out = ""
+        for character in text where !character.unicodeScalars.contains(where: { $0.properties.generalCategory == .control }) {
+            guard out.utf8.count + character.utf8.count <= 64 else { break }
+            out.append(character)
+        }
+        return out.isEmpty ? nil : out
+    }
 
     static var platform: String {
         #if os(macOS)

@@ -154,7 +154,7 @@ struct ServeCommand: AsyncParsableCommand {
             Standard.line("Admin API token (shown once; store it now): \(token)")
         }
         logger.info("starting", metadata: [
-            "database": .string(database.resolvedDatabaseURL.map(Database.redacted(url:)) ?? database.databasePath), "signing_kid": .string(server.report.activeKid),
+            "database": .string(database.resolvedDatabaseURL.map(Database.redacted(url:)) ?? database.databasePath), "tenants_with_keys": .stringConvertible(server.report.signingKids.count),
             "migrations_applied": .stringConvertible(server.report.appliedMigrations.count),
         ])
         guard try await server.run(shutdownTimeout: .seconds(shutdownTimeout), logger: logger) else {

@@ -1,9 +1,10 @@
 import Crypto
 import Foundation
 
-/// The lifecycle of a signing key: `active` signs, `grace` still verifies, `retired` does neither.
+/// The lifecycle of a signing key: `next` is published but signs nothing yet (apps ship it before
+/// it is used), `active` signs, `grace` still verifies, `retired` does neither.
 public enum SigningKeyStatus: String, Codable, Sendable, CaseIterable {
-    case active, grace, retired
+    case next, active, grace, retired
 }
 
 /// The set of public keys a verifier trusts, by kid.
@@ -50,39 +51,52 @@ public struct Keyset: Sendable {
     }
 }
 
-/// The public keyset document served at `/.well-known/keylight-keys.json`.
+/// A public keyset document: the server-wide `/.well-known/keylight-keys.json` (first revision)
+/// or a tenant's `/{tenant}/.well-known/keylight-keys` (protocol 6.1, with `primary_kid`).
 public struct KeysetDocument: Codable, Sendable, Hashable {
     public struct Entry: Codable, Sendable, Hashable {
         public var kid: String
+        /// Always `ed25519` (the only algorithm); absent in documents from older servers.
+        public var alg: String?
         public var publicKey: String
         public var status: SigningKeyStatus
 
         public init(kid: String, publicKey: Curve25519.Signing.PublicKey, status: SigningKeyStatus) {
             self.kid = kid
+            self.alg = "ed25519"
             self.publicKey = Base64.encode(publicKey.rawRepresentation)
             self.status = status
         }
 
         enum CodingKeys: String, CodingKey {
-            case kid, publicKey = "public_key", status
+            case kid, alg, publicKey = "public_key", status
         }
 
         public init(from decoder: any Decoder) throws {
             let container = try decoder.container(keyedBy: CodingKeys.self)
             kid = try container.decode(String.self, forKey: .kid)
+            alg = try container.decodeIfPresent(String.self, forKey: .alg)
             publicKey = try container.decode(String.self, forKey: .publicKey)
             // Documents from older servers may omit status; an entry that is listed is trusted.
             status = try container.decodeIfPresent(SigningKeyStatus.self, forKey: .status) ?? .active
         }
     }
 
+    /// The kid that signs now (tenant keysets only).
+    public var primaryKid: String?
     public var keys: [Entry]
 
-    public init(keys: [Entry]) {
+    public init(primaryKid: String? = nil, keys: [Entry]) {
+        self.primaryKid = primaryKid
         self.keys = keys
     }
 
-    /// The trusted keyset: every entry that is not retired.
+    enum CodingKeys: String, CodingKey {
+        case primaryKid = "primary_kid", keys
+    }
+
+    /// The trusted keyset: every entry that is not retired (`next` included: an app built with it
+    /// keeps verifying once the server rotates to it).
     public func keyset() throws(KeyError) -> Keyset {
         var keyset = Keyset()
         for entry in keys where entry.status != .retired {

@@ -125,6 +125,23 @@ struct SigningKeyBody: Encodable {
     var public_key: String
     var status: String?
     var created_at: Int64?
+    /// In the server-wide listing only.
+    var tenant_id: String?
+}
+
+/// `POST /admin/v1/signing-keys/rotate`: the new key (shared by every tenant that had none
+/// prepared) and what each tenant signs with now.
+struct ServerRotationBody: Encodable {
+    struct TenantRotation: Encodable {
+        var tenant_id: String
+        var kid: String
+        /// True when the tenant's prepared `next` key was promoted instead of the new key.
+        var prepared: Bool
+    }
+
+    var kid: String
+    var public_key: String
+    var tenants: [TenantRotation]
 }
 
 struct AuditPage: Encodable {

@@ -144,18 +144,46 @@ struct AdminRoutes {
             let deliveries = try await service.database.webhookDeliveries(tenantId: endpoint.tenantId, endpointId: endpoint.id, limit: limit)
             return try JSONBody.response(["deliveries": deliveries.map(WebhookDeliveryBody.init)])
         }
+        // Protocol 6.2: each tenant's keys.
+        admin.post("/tenants/:tenant/signing-keys/prepare") { _, context in
+            let row = try await service.prepareSigningKey(tenantId: try context.parameters.require("tenant"), actor: actor)
+            return try JSONBody.response(SigningKeyBody(kid: row.kid, public_key: row.publicKey, status: row.status.rawValue), status: .created)
+        }
+        admin.post("/tenants/:tenant/signing-keys/rotate") { _, context in
+            let tenantId = try context.parameters.require("tenant")
+            let (outcomes, fresh) = try await service.rotateSigningKeys(tenantId: tenantId, actor: actor)
+            let kid = outcomes.first?.kid ?? fresh.kid
+            let publicKey = service.keyRing.current[tenantId]?.rows.first { $0.kid == kid }?.publicKey ?? fresh.publicKey
+            return try JSONBody.response(SigningKeyBody(kid: kid, public_key: publicKey), status: .created)
+        }
+        admin.post("/tenants/:tenant/signing-keys/:kid/retire") { _, context in
+            let kid = try context.parameters.require("kid")
+            try await service.retireSigningKey(kid: kid, tenantId: try context.parameters.require("tenant"), actor: actor)
+            return try JSONBody.response(["kid": kid, "status": "retired"])
+        }
+        admin.get("/tenants/:tenant/signing-keys") { _, context in
+            let tenant = try await service.requireTenant(try context.parameters.require("tenant"))
+            let rows = try await service.database.signingKeyRows(tenantId: tenant.id)
+            return try JSONBody.response(["keys": rows.map { SigningKeyBody(kid: $0.kid, public_key: $0.publicKey, status: $0.status.rawValue, created_at: $0.createdAt) }])
+        }
+        // Protocol 4 and 6.2: the server-wide routes act on every tenant at once.
         admin.post("/signing-keys/rotate") { _, _ in
-            let key = try await service.rotateSigningKey(actor: actor)
-            return try JSONBody.response(SigningKeyBody(kid: key.kid, public_key: Base64.encode(key.publicKey.rawRepresentation)), status: .created)
+            let (outcomes, fresh) = try await service.rotateSigningKeys(tenantId: nil, actor: actor)
+            return try JSONBody.response(ServerRotationBody(
+                kid: fresh.kid, public_key: fresh.publicKey,
+                tenants: outcomes.map { .init(tenant_id: $0.tenantId, kid: $0.kid, prepared: $0.promotedNext) }
+            ), status: .created)
         }
         admin.post("/signing-keys/:kid/retire") { _, context in
             let kid = try context.parameters.require("kid")
-            try await service.retireSigningKey(kid: kid, actor: actor)
+            try await service.retireSigningKey(kid: kid, tenantId: nil, actor: actor)
             return try JSONBody.response(["kid": kid, "status": "retired"])
         }
         admin.get("/signing-keys") { _, _ in
-            let keys = service.keyRing.current.rows.map { SigningKeyBody(kid: $0.kid, public_key: $0.publicKey, status: $0.status.rawValue, created_at: $0.createdAt) }
-            return try JSONBody.response(["keys": keys])
+            let rows = try await service.database.signingKeyRows()
+            return try JSONBody.response(["keys": rows.map {
+                SigningKeyBody(kid: $0.kid, public_key: $0.publicKey, status: $0.status.rawValue, created_at: $0.createdAt, tenant_id: $0.tenantId)
+            }])
         }
         admin.get("/audit-log") { request, _ in
             let query = request.uri.queryParameters

@@ -30,7 +30,11 @@ final class AdminService: Sendable {
         guard !TenantPath.reserved.contains(id) else { throw APIError.invalidRequest("Tenant id \(id) is reserved by the server.") }
         let name = try Field.required(body.name, "name", max: 200)
         let tenant = Tenant(id: id, name: name, createdAt: clock.unixSeconds)
-        guard try await database.insertTenant(tenant, actor: actor) else { throw APIError.conflict("Tenant \(id) already exists.") }
+        // Its own signing key from the start (protocol 6.2), in the same transaction.
+        let key = try keyRing.firstKeyRow(tenantId: id, now: tenant.createdAt)
+        guard try await database.insertTenant(tenant, firstSigningKey: key, actor: actor) else { throw APIError.conflict("Tenant \(id) already exists.") }
+        try await keyRing.reload()
+        try await signer.refresh()
         return tenant
     }
 
@@ -204,19 +208,32 @@ final class AdminService: Sendable {
         )
     }
 
-    /// A new active root key; responses are signed under it from now on (a new intermediate key).
-    func rotateSigningKey(actor: Actor) async throws -> SigningKey {
-        let key = try await keyRing.rotate(now: clock.unixSeconds, actor: actor)
-        try await signer.refresh()
-        return key
+    // MARK: Signing keys (protocol 6.2)
+
+    /// Publishes a `next` key for the tenant, to ship in the app before it signs anything; a
+    /// second call returns the key already prepared.
+    func prepareSigningKey(tenantId: String, actor: Actor) async throws -> SigningKeyRow {
+        _ = try await requireTenant(tenantId)
+        return try await keyRing.prepare(tenantId: tenantId, now: clock.unixSeconds, actor: actor)
     }
 
-    func retireSigningKey(kid: String, actor: Actor) async throws {
+    /// Rotates one tenant (or every tenant, `tenantId` nil): its prepared `next` key, else a new
+    /// key, signs from now on; responses are signed under it at once (a new intermediate key).
+    func rotateSigningKeys(tenantId: String?, actor: Actor) async throws -> (outcomes: [RotationOutcome], fresh: SigningKeyRow) {
+        let tenantIds = if let tenantId { [try await requireTenant(tenantId).id] } else { try await database.tenants().map(\.id) }
+        let result = try await keyRing.rotate(tenantIds: tenantIds, now: clock.unixSeconds, actor: actor)
+        try await signer.refresh()
+        return result
+    }
+
+    /// Retires `kid` for one tenant, or for every tenant that has it (`tenantId` nil).
+    func retireSigningKey(kid: String, tenantId: String?, actor: Actor) async throws {
+        if let tenantId { _ = try await requireTenant(tenantId) }
         guard SigningKey.isValidKid(kid) else { throw APIError.notFound("Signing key") }
-        switch try await keyRing.retire(kid: kid, now: clock.unixSeconds, actor: actor) {
+        switch try await keyRing.retire(kid: kid, tenantId: tenantId, now: clock.unixSeconds, actor: actor) {
         case .retired, .alreadyRetired: return
         case .notFound: throw APIError.notFound("Signing key")
-        case .active: throw APIError.conflict("The active signing key cannot be retired; rotate first.")
+        case .active: throw APIError.conflict("The signing key that signs now cannot be retired; rotate first.")
         }
     }
 

@@ -12,7 +12,8 @@ public struct StartupReport: Sendable {
     /// The admin token, when this start created it: shown once, never stored in clear.
     public var createdAdminToken: String?
     public var appliedMigrations: [String]
-    public var activeKid: String
+    /// Tenants and the kid each signs with.
+    public var signingKids: [String: String]
 }
 
 /// The assembled server: the Hummingbird application and what start-up did.
@@ -145,7 +146,7 @@ func assemble(
     )
     return KeylightServer(
         application: application,
-        report: StartupReport(createdAdminToken: createdToken, appliedMigrations: applied, activeKid: keyRing.current.active.kid),
+        report: StartupReport(createdAdminToken: createdToken, appliedMigrations: applied, signingKids: keyRing.current.tenants.mapValues(\.active.kid)),
         database: database, keyRing: keyRing, signer: signer, webhooks: webhooks, unwritten: unwritten
     )
 }
@@ -159,8 +160,10 @@ func buildRouter(
     let built = Router(context: KeylightRequestContext.self, options: .autoGenerateHeadEndpoints)
     let router = MethodRecordingRouter(built)
     router.add(middleware: RequestObservationMiddleware(metrics: metrics, signer: signer, trustedProxies: trustedProxies))
-    OpsRoutes(keyRing: keyRing, metrics: metrics).register(on: router)
+    let ops = OpsRoutes(keyRing: keyRing, metrics: metrics)
+    ops.register(on: router)
     router.add(middleware: AddressRateLimitMiddleware(limiter: RateLimiter(limit: limits.perAddress)))
+    ops.registerTenantKeysets(on: router)
     AdminRoutes(service: admin, limits: limits).register(on: router, tokenHash: adminTokenHash)
     StripeWebhookRoutes(admin: admin).register(on: router)
     CheckoutRoutes(service: checkout, limits: limits).register(on: router)

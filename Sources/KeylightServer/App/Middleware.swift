@@ -101,7 +101,8 @@ struct RequestObservationMiddleware: RouterMiddleware {
         try await response.body.write(CollectingWriter(sink: sink))
         let bytes = Array(sink.buffer.readableBytesView)
         var signed = Response(status: response.status, headers: response.headers, body: .init(byteBuffer: sink.buffer))
-        if let headers = signer.headers(nonce: nonce, path: path, body: bytes) {
+        let tenantId = path.split(separator: "/", omittingEmptySubsequences: false).dropFirst().first.map(String.init) ?? ""
+        if let headers = try await signer.headers(tenantId: tenantId, nonce: nonce, path: path, body: bytes) {
             signed.headers.append(contentsOf: headers)
         }
         return signed

@@ -294,9 +294,7 @@ struct DashboardRoutes: Sendable {
     /// The `Configuration` an app embeds, with every key the keyset currently trusts.
     private func snippet(product: Product, sdkKey: String?, request: Request) -> String {
         let server = publicURL ?? "http://\(request.head.authority ?? "localhost:8080")"
-        let keys = admin.keyRing.current.rows.filter { $0.status != .retired }.map {
-            "        \"\($0.kid)\": try .init(rawRepresentation: Data(base64Encoded: \"\($0.publicKey)\")!),"
-        }.joined(separator: "\n")
+        let keys = Self.trustedKeysLines(admin.keyRing.current[product.tenantId])
         return """
             import Keylight
 
@@ -312,6 +310,19 @@ struct DashboardRoutes: Sendable {
             )
             let manager = LicenseManager(configuration: configuration)
             """
+    }
+
+    /// The `trustedKeys` entries an app build ships: every published key of the tenant, the
+    /// prepared `next` one included, so the build keeps working after the next rotation.
+    static func trustedKeysLines(_ keys: KeyRing.TenantKeys?) -> String {
+        (keys?.rows ?? []).filter { $0.status != .retired }.map {
+            let note = switch $0.status {
+            case .next: "  // next: signs after the next rotation"
+            case .grace: "  // grace: signed before the last rotation"
+            default: ""
+            }
+            return "        \"\($0.kid)\": try .init(rawRepresentation: Data(base64Encoded: \"\($0.publicKey)\")!),\(note)"
+        }.joined(separator: "\n")
     }
 
     private func charts(tenantId: String, productId: String, now: Int64) async throws -> (status: String, activations: String, validations: String, total: Int) {
@@ -452,23 +463,54 @@ struct DashboardRoutes: Sendable {
     private func registerOperations(on dash: RouterGroup<DashboardContext>) {
         dash.get("/signing-keys") { request, context -> Response in
             await guarded(request, context, back: "/dashboard") { _, user in
-                let keys = admin.keyRing.current.rows.reversed().map {
-                    SigningKeyListRow(kid: $0.kid, publicKey: $0.publicKey, status: $0.status.rawValue, created: DashboardFormat.time($0.createdAt), canRetire: $0.status == .grace)
+                let snapshot = admin.keyRing.current
+                let tenants = try await admin.database.tenants().map { tenant in
+                    let keys = snapshot[tenant.id]
+                    let rows = (keys?.rows ?? []).reversed().map {
+                        SigningKeyListRow(kid: $0.kid, publicKey: $0.publicKey, status: $0.status.rawValue, created: DashboardFormat.time($0.createdAt), canRetire: $0.status == .grace || $0.status == .next)
+                    }
+                    return TenantSigningKeys(
+                        id: tenant.id, name: tenant.name, keys: rows, next: keys?.next?.kid,
+                        trustedKeys: "trustedKeys: [\n" + Self.trustedKeysLines(keys) + "\n],"
+                    )
                 }
-                return renderer.page("signing_keys", SigningKeysView(chrome: chrome("Signing keys", context, user: user, section: "keys"), keys: keys))
+                return renderer.page("signing_keys", SigningKeysView(chrome: chrome("Signing keys", context, user: user, section: "keys"), tenants: tenants))
             }
         }
         dash.post("/signing-keys/rotate") { request, context -> Response in
             await guarded(request, context, post: true, back: "/dashboard/signing-keys") { _, user in
-                let key = try await admin.rotateSigningKey(actor: user.actor)
-                flash(context, "New signing key \(key.kid) is active; the previous key stays trusted until you retire it.")
+                let (outcomes, _) = try await admin.rotateSigningKeys(tenantId: nil, actor: user.actor)
+                flash(context, "Rotated \(outcomes.count) tenant(s); the previous keys stay trusted until you retire them.")
                 return .redirect(to: "/dashboard/signing-keys")
             }
         }
         dash.post("/signing-keys/:kid/retire") { request, context -> Response in
             await guarded(request, context, post: true, back: "/dashboard/signing-keys") { _, user in
                 let kid = try context.parameters.require("kid")
-                try await admin.retireSigningKey(kid: kid, actor: user.actor)
+                try await admin.retireSigningKey(kid: kid, tenantId: nil, actor: user.actor)
+                flash(context, "Key \(kid) retired; it has left the keysets.")
+                return .redirect(to: "/dashboard/signing-keys")
+            }
+        }
+        dash.post("/t/:tenant/signing-keys/prepare") { request, context -> Response in
+            await guarded(request, context, post: true, back: "/dashboard/signing-keys") { _, user in
+                let row = try await admin.prepareSigningKey(tenantId: try context.parameters.require("tenant"), actor: user.actor)
+                flash(context, "Key \(row.kid) is published as next. Ship it in your app (see trustedKeys below), then rotate.")
+                return .redirect(to: "/dashboard/signing-keys")
+            }
+        }
+        dash.post("/t/:tenant/signing-keys/rotate") { request, context -> Response in
+            await guarded(request, context, post: true, back: "/dashboard/signing-keys") { _, user in
+                let (outcomes, _) = try await admin.rotateSigningKeys(tenantId: try context.parameters.require("tenant"), actor: user.actor)
+                let kid = outcomes.first?.kid ?? ""
+                flash(context, "Key \(kid) is active; the previous key stays trusted until you retire it.")
+                return .redirect(to: "/dashboard/signing-keys")
+            }
+        }
+        dash.post("/t/:tenant/signing-keys/:kid/retire") { request, context -> Response in
+            await guarded(request, context, post: true, back: "/dashboard/signing-keys") { _, user in
+                let kid = try context.parameters.require("kid")
+                try await admin.retireSigningKey(kid: kid, tenantId: try context.parameters.require("tenant"), actor: user.actor)
                 flash(context, "Key \(kid) retired; it has left the keyset.")
                 return .redirect(to: "/dashboard/signing-keys")
             }

@@ -209,9 +209,19 @@ struct SigningKeyListRow: Sendable {
     var canRetire: Bool
 }
 
+/// One tenant's keys on the signing-keys page, with what its next app build must trust.
+struct TenantSigningKeys: Sendable {
+    var id: String
+    var name: String
+    var keys: [SigningKeyListRow]
+    /// The prepared key, if any (rotation promotes it).
+    var next: String?
+    var trustedKeys: String
+}
+
 struct SigningKeysView: Sendable {
     var chrome: Chrome
-    var keys: [SigningKeyListRow]
+    var tenants: [TenantSigningKeys]
 }
 
 struct AuditRow: Sendable {

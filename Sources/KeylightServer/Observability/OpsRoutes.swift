@@ -20,4 +20,17 @@ struct OpsRoutes {
             return response
         }
     }
+
+    /// Protocol 6.1: one tenant's keyset (next, active, grace) with the kid that signs now.
+    /// Registered behind the per-address limit: an unknown tenant costs a database lookup.
+    func registerTenantKeysets(on router: some RouterMethods<KeylightRequestContext>) {
+        router.get("/:tenant/.well-known/keylight-keys") { _, context in
+            let tenantId = try context.parameters.require("tenant")
+            guard TenantPath.isValidId(tenantId), !TenantPath.reserved.contains(tenantId),
+                  let keys = try await keyRing.keys(for: tenantId) else { throw APIError.notFound("Tenant") }
+            var response = JSONBody.raw(keys.documentJSON)
+            response.headers[.cacheControl] = "public, max-age=60"
+            return response
+        }
+    }
 }

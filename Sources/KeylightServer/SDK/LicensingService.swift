@@ -103,7 +103,7 @@ final class LicensingService: Sendable {
                 } else {
                     metrics.recordActivation("existing")
                 }
-                return ActivateResponse(instanceId: instanceId, licenseExpiresAt: grant.expiresAt, lease: try lease(for: grant, instanceId: instanceId, now: now))
+                return ActivateResponse(instanceId: instanceId, licenseExpiresAt: grant.expiresAt, lease: try await lease(for: grant, tenantId: product.tenantId, instanceId: instanceId, now: now))
             }
         }
     }
@@ -131,10 +131,10 @@ final class LicensingService: Sendable {
             metrics.recordValidation("refused")
             throw APIError.instanceInactive
         }
-        let lease = try lease(for: grant, instanceId: instanceId, now: now)
+        let lease = try await lease(for: grant, tenantId: product.tenantId, instanceId: instanceId, now: now)
         touches.validated(instanceId: instanceId, tenantId: product.tenantId, productId: product.id, at: now)
         metrics.recordValidation(lease.status == .active ? "valid" : lease.status.rawValue)
-        return ValidateResponse(valid: lease.status != .expired, licenseExpiresAt: grant.expiresAt, lease: lease, config: try config(for: product, now: now))
+        return ValidateResponse(valid: lease.status != .expired, licenseExpiresAt: grant.expiresAt, lease: lease, config: try await config(for: product, now: now))
     }
 
     func deactivate(_ body: DeactivateRequest, product: Product) async throws -> DeactivateResponse {
@@ -160,12 +160,12 @@ final class LicensingService: Sendable {
             KeylessInstall(tenantId: product.tenantId, productId: product.id, instanceId: instanceId),
             KeylessSighting(state: state, machineHash: machineHash, at: now)
         )
-        return KeylessResponse(config: try config(for: product, now: now))
+        return KeylessResponse(config: try await config(for: product, now: now))
     }
 
     /// The product's signed config (cfg1), re-signed at most once a minute per product and key.
-    func config(for product: Product, now: Int64) throws -> SignedProductConfig {
-        let key = keyRing.current.active
+    func config(for product: Product, now: Int64) async throws -> SignedProductConfig {
+        let key = try await signingKey(tenantId: product.tenantId)
         let cacheKey = "\(product.tenantId)/\(product.id)/\(key.kid)/\(product.trialDurationDays)/\(product.freeTierEnabled)"
         if let cached = configs.value(for: cacheKey) { return cached }
         let signed = ProductConfig(
@@ -174,6 +174,12 @@ final class LicensingService: Sendable {
         ).signed(with: key)
         configs.set(signed, for: cacheKey)
         return signed
+    }
+
+    /// The key that signs for `tenantId` now (protocol 6.2: each tenant signs with its own).
+    func signingKey(tenantId: String) async throws -> SigningKey {
+        guard let keys = try await keyRing.keys(for: tenantId) else { throw APIError.notFound("Tenant") }
+        return keys.active
     }
 
     // MARK: Rules
@@ -194,14 +200,15 @@ final class LicensingService: Sendable {
     /// The lease rules: `active` until `min(now + ttl, license expiry)` with the key type's
     /// entitlements; after expiry `fallback` (with fallback access) or `expired`, for `ttl`,
     /// without entitlements.
-    func lease(for grant: LicenseGrant, instanceId: String, now: Int64) throws -> Lease {
+    func lease(for grant: LicenseGrant, tenantId: String, instanceId: String, now: Int64) async throws -> Lease {
+        let key = try await signingKey(tenantId: tenantId)
         let expired = grant.expiresAt.map { $0 <= now } ?? false
         let ttlEnd = now + grant.leaseTtlSeconds
         let status: Lease.Status = !expired ? .active : (grant.fallbackAccess ? .fallback : .expired)
         let expiresAt = status == .active ? min(ttlEnd, grant.expiresAt ?? .max) : ttlEnd
         return try Lease.sign(
             licenseKeyHash: grant.keyHash, instanceId: instanceId, issuedAt: now, expiresAt: expiresAt,
-            status: status, entitlements: status == .active ? grant.entitlementCodes : [], with: keyRing.current.active
+            status: status, entitlements: status == .active ? grant.entitlementCodes : [], with: key
         )
     }
 }

@@ -31,7 +31,7 @@ struct SDKRoutes {
         }
         router.get("/:tenant/:product/config") { request, context in
             try await handle(request, context, readsBody: false) { product, _ in
-                JSONBody.raw(ConfigResponse(config: try service.config(for: product, now: service.clock.unixSeconds)).jsonBytes)
+                JSONBody.raw(ConfigResponse(config: try await service.config(for: product, now: service.clock.unixSeconds)).jsonBytes)
             }
         }
     }

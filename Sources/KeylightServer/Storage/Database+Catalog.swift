@@ -4,7 +4,8 @@ extension Database {
     // MARK: Tenants
 
     /// Inserts a tenant; false when the id is taken.
-    func insertTenant(_ tenant: Tenant, actor: Actor) async throws -> Bool {
+    /// Inserts a tenant with its first signing key; false when the id is taken.
+    func insertTenant(_ tenant: Tenant, firstSigningKey: SigningKeyRow, actor: Actor) async throws -> Bool {
         try await write { db in
             let inserted = try await db.raw("""
                 INSERT INTO tenants (id, name, created_at) VALUES (\(bind: tenant.id), \(bind: tenant.name), \(bind: tenant.createdAt))
@@ -12,6 +13,7 @@ extension Database {
                 """).first()
             guard inserted != nil else { return false }
             try await Self.audit(db, at: tenant.createdAt, actor: actor, action: "tenant.create", tenantId: tenant.id, target: tenant.id, details: ["name": tenant.name])
+            _ = try await Self.insertFirstSigningKey(firstSigningKey, on: db, actor: actor)
             return true
         }
     }

@@ -1,8 +1,10 @@
 import KeylightCore
 import SQLKit
 
-/// A signing key as stored: the private key sealed under the master key.
+/// A tenant's signing key as stored: the private key sealed under the master key (its seal
+/// context names only the kid, so tenants given the same key by the upgrade share one sealed copy's format).
 struct SigningKeyRow: Codable, Sendable {
+    var tenantId: String
     var kid: String
     var publicKey: String
     var sealedPrivateKey: String
@@ -11,7 +13,8 @@ struct SigningKeyRow: Codable, Sendable {
     var statusChangedAt: Int64
 
     enum CodingKeys: String, CodingKey {
-        case kid, publicKey = "public_key", sealedPrivateKey = "sealed_private_key", status, createdAt = "created_at", statusChangedAt = "status_changed_at"
+        case tenantId = "tenant_id", kid, publicKey = "public_key", sealedPrivateKey = "sealed_private_key", status
+        case createdAt = "created_at", statusChangedAt = "status_changed_at"
     }
 }
 
@@ -19,49 +22,127 @@ enum RetireOutcome: Sendable, Equatable {
     case retired, notFound, active, alreadyRetired
 }
 
+/// What a rotation did to one tenant: the kid that signs now and whether it was the prepared one.
+struct RotationOutcome: Sendable, Equatable {
+    var tenantId: String
+    var kid: String
+    var promotedNext: Bool
+}
+
 extension Database {
+    static let signingKeyColumns: SQLQueryString = "tenant_id, kid, public_key, sealed_private_key, status, created_at, status_changed_at"
+
+    /// Every tenant's keys, retired ones included (they stay for the record).
     func signingKeyRows() async throws -> [SigningKeyRow] {
         try await sql.raw("""
-            SELECT kid, public_key, sealed_private_key, status, created_at, status_changed_at FROM signing_keys ORDER BY created_at, kid
+            SELECT \(Self.signingKeyColumns) FROM tenant_signing_keys ORDER BY tenant_id, created_at, kid
             """).all(decoding: SigningKeyRow.self)
     }
 
-    /// Makes `row` the active key. With `replaceActive`, the current active key moves to
-    /// `grace`; without, nothing happens when another active key exists (first start of
-    /// several processes at once) and false is returned.
-    func installSigningKey(_ row: SigningKeyRow, replaceActive: Bool, actor: Actor) async throws -> Bool {
+    func signingKeyRows(tenantId: String) async throws -> [SigningKeyRow] {
+        try await sql.raw("""
+            SELECT \(Self.signingKeyColumns) FROM tenant_signing_keys WHERE tenant_id = \(bind: tenantId) ORDER BY created_at, kid
+            """).all(decoding: SigningKeyRow.self)
+    }
+
+    /// Tenants without an active key (created by a server from before per-tenant keys, during a rolling upgrade).
+    func tenantsWithoutSigningKey() async throws -> [String] {
+        try await sql.raw("""
+            SELECT id FROM tenants WHERE NOT EXISTS (
+                SELECT 1 FROM tenant_signing_keys k WHERE k.tenant_id = tenants.id AND k.status = 'active')
+            ORDER BY id
+            """).all(decodingColumn: "id", as: String.self)
+    }
+
+    /// Gives a tenant its first active key; nothing when it has one already (another process won). Inside `db`'s transaction.
+    static func insertFirstSigningKey(_ row: SigningKeyRow, on db: any SQLDatabase, actor: Actor) async throws -> Bool {
+        let inserted = try await db.raw("""
+            INSERT INTO tenant_signing_keys (\(signingKeyColumns))
+            VALUES (\(bind: row.tenantId), \(bind: row.kid), \(bind: row.publicKey), \(bind: row.sealedPrivateKey), 'active', \(bind: row.createdAt), \(bind: row.createdAt))
+            ON CONFLICT DO NOTHING RETURNING kid
+            """).first()
+        guard inserted != nil else { return false }
+        try await audit(db, at: row.createdAt, actor: actor, action: "signing_key.create", tenantId: row.tenantId, target: row.kid, details: ["public_key": row.publicKey])
+        return true
+    }
+
+    func insertFirstSigningKey(_ row: SigningKeyRow, actor: Actor) async throws -> Bool {
+        try await write { db in try await Self.insertFirstSigningKey(row, on: db, actor: actor) }
+    }
+
+    /// Publishes `row` as the tenant's `next` key, unless it has one already: then that one is
+    /// returned, so preparing twice never replaces a key apps may already ship.
+    func prepareSigningKey(_ row: SigningKeyRow, actor: Actor) async throws -> SigningKeyRow {
         try await write { db in
-            if replaceActive {
-                try await db.raw("""
-                    UPDATE signing_keys SET status = 'grace', status_changed_at = \(bind: row.createdAt) WHERE status = 'active'
-                    """).run()
+            if let existing = try await db.raw("""
+                SELECT \(Self.signingKeyColumns) FROM tenant_signing_keys WHERE tenant_id = \(bind: row.tenantId) AND status = 'next'
+                """).first(decoding: SigningKeyRow.self) {
+                return existing
             }
-            let inserted = try await db.raw("""
-                INSERT INTO signing_keys (kid, public_key, sealed_private_key, status, created_at, status_changed_at)
-                VALUES (\(bind: row.kid), \(bind: row.publicKey), \(bind: row.sealedPrivateKey), 'active', \(bind: row.createdAt), \(bind: row.createdAt))
-                ON CONFLICT DO NOTHING RETURNING kid
-                """).first()
-            guard inserted != nil else { return false }
-            try await Self.audit(db, at: row.createdAt, actor: actor, action: replaceActive ? "signing_key.rotate" : "signing_key.create", tenantId: nil, target: row.kid, details: ["public_key": row.publicKey])
-            return true
+            try await db.raw("""
+                INSERT INTO tenant_signing_keys (\(Self.signingKeyColumns))
+                VALUES (\(bind: row.tenantId), \(bind: row.kid), \(bind: row.publicKey), \(bind: row.sealedPrivateKey), 'next', \(bind: row.createdAt), \(bind: row.createdAt))
+                """).run()
+            try await Self.audit(db, at: row.createdAt, actor: actor, action: "signing_key.prepare", tenantId: row.tenantId, target: row.kid, details: ["public_key": row.publicKey])
+            var prepared = row
+            prepared.status = .next
+            return prepared
         }
     }
 
-    /// Retires a grace key: it leaves the public keyset. The active key cannot be retired.
-    func retireSigningKey(kid: String, now: Int64, actor: Actor) async throws -> RetireOutcome {
+    /// Rotates each of `tenantIds` in one transaction: its `next` key (if prepared) or `fresh`
+    /// (re-keyed to the tenant) becomes active, the previous active key becomes `grace`.
+    func rotateSigningKeys(tenantIds: [String], fresh: SigningKeyRow, now: Int64, actor: Actor) async throws -> [RotationOutcome] {
         try await write { db in
-            guard let status = try await db.raw("SELECT status FROM signing_keys WHERE kid = \(bind: kid)")
-                .first(decodingColumn: "status", as: String.self) else { return .notFound }
-            switch SigningKeyStatus(rawValue: status) {
-            case .active: return .active
-            case .retired: return .alreadyRetired
-            case .grace, nil:
+            var outcomes: [RotationOutcome] = []
+            for tenantId in tenantIds {
+                let next = try await db.raw("""
+                    SELECT kid FROM tenant_signing_keys WHERE tenant_id = \(bind: tenantId) AND status = 'next'
+                    """).first(decodingColumn: "kid", as: String.self)
+                // Demote first: at most one active key per tenant, checked per statement.
                 try await db.raw("""
-                    UPDATE signing_keys SET status = 'retired', status_changed_at = \(bind: now) WHERE kid = \(bind: kid)
+                    UPDATE tenant_signing_keys SET status = 'grace', status_changed_at = \(bind: now)
+                    WHERE tenant_id = \(bind: tenantId) AND status = 'active'
                     """).run()
-                try await Self.audit(db, at: now, actor: actor, action: "signing_key.retire", tenantId: nil, target: kid)
-                return .retired
+                let kid: String
+                if let next {
+                    try await db.raw("""
+                        UPDATE tenant_signing_keys SET status = 'active', status_changed_at = \(bind: now)
+                        WHERE tenant_id = \(bind: tenantId) AND kid = \(bind: next)
+                        """).run()
+                    kid = next
+                } else {
+                    try await db.raw("""
+                        INSERT INTO tenant_signing_keys (\(Self.signingKeyColumns))
+                        VALUES (\(bind: tenantId), \(bind: fresh.kid), \(bind: fresh.publicKey), \(bind: fresh.sealedPrivateKey), 'active', \(bind: now), \(bind: now))
+                        """).run()
+                    kid = fresh.kid
+                }
+                try await Self.audit(db, at: now, actor: actor, action: "signing_key.rotate", tenantId: tenantId, target: kid, details: ["prepared": next != nil ? "yes" : "no"])
+                outcomes.append(RotationOutcome(tenantId: tenantId, kid: kid, promotedNext: next != nil))
             }
+            return outcomes
+        }
+    }
+
+    /// Retires `kid` for one tenant, or for every tenant that has it (`tenantId` nil). The key
+    /// that signs now cannot be retired; with several tenants, nothing changes if it signs for any.
+    func retireSigningKey(kid: String, tenantId: String?, now: Int64, actor: Actor) async throws -> RetireOutcome {
+        try await write { db in
+            let scope: SQLQueryString = tenantId.map { (tenant: String) -> SQLQueryString in "AND tenant_id = \(bind: tenant)" } ?? ""
+            let statuses = try await db.raw("SELECT status FROM tenant_signing_keys WHERE kid = \(bind: kid) \(scope)")
+                .all(decodingColumn: "status", as: String.self)
+            if statuses.isEmpty { return .notFound }
+            if statuses.contains(SigningKeyStatus.active.rawValue) { return .active }
+            let affected = try await db.raw("""
+                UPDATE tenant_signing_keys SET status = 'retired', status_changed_at = \(bind: now)
+                WHERE kid = \(bind: kid) \(scope) AND status <> 'retired' RETURNING tenant_id
+                """).all(decodingColumn: "tenant_id", as: String.self)
+            if affected.isEmpty { return .alreadyRetired }
+            for tenant in affected {
+                try await Self.audit(db, at: now, actor: actor, action: "signing_key.retire", tenantId: tenant, target: kid)
+            }
+            return .retired
         }
     }
 }
