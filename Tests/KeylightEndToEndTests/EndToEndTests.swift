@@ -80,34 +80,83 @@ import Testing
         await server.stop()
     }
 
-    @Test func rotationIsSeamlessForAppsThatTrustTheNextKey() async throws {
+    /// Seed 000's order with two app builds: build 1 pins only the key it shipped with; after
+    /// `prepare`, build 2 pins that key and the published next one. `rotate` then switches signing:
+    /// build 2 keeps verifying without a gap; build 1 is never handed anything it would trust, keeps
+    /// its current lease (no verdict, no lock-out before it runs out) and recovers once updated.
+    @Test func stagedRotationWithAnOldAndANewAppBuild() async throws {
         let server = try LiveServer()
         try await server.start()
         let seed = try await server.seed()
-        let original = try await server.keyset()
-        let oldStore = Self.store()
-        let oldApp = Self.manager(server, sdkKey: seed.sdkKey, store: oldStore, trusted: original)
-        await oldApp.checkOnLaunch()
-        try await oldApp.activate(key: seed.licenseKey)
+        let build1Keys = try await server.tenantKeyset()
+        let build1Store = Self.store()
+        let build1 = Self.manager(server, sdkKey: seed.sdkKey, store: build1Store, trusted: build1Keys)
+        await build1.checkOnLaunch()
+        try await build1.activate(key: seed.licenseKey)
+        #expect(build1.state == .licensed)
 
-        let rotated = try await server.admin("POST", "/signing-keys/rotate")
-        let newKid = try #require(rotated["kid"] as? String)
-        let updated = try await server.keyset()
-        #expect(updated[newKid] != nil && original.keys.keys.allSatisfy { updated[$0] != nil })
+        let prepared = try await server.admin("POST", "/tenants/acme/signing-keys/prepare")
+        let next = try #require(prepared["kid"] as? String)
+        // Signing has not moved: build 1 still refreshes cleanly.
+        await build1.refreshIfNeeded(force: true)
+        #expect(build1.state == .licensed && build1.lastError == nil)
+        let build2Keys = try await server.tenantKeyset()
+        #expect(build2Keys[next] != nil && build1Keys.keys.keys.allSatisfy { build2Keys[$0] != nil })
 
-        // An app updated to trust the new key refreshes onto it.
-        let updatedApp = Self.manager(server, sdkKey: seed.sdkKey, store: oldStore, trusted: updated)
-        await updatedApp.checkOnLaunch()
-        await updatedApp.refreshIfNeeded(force: true)
-        #expect(updatedApp.state == .licensed)
-        #expect(updatedApp.lastError == nil)
+        // The customer updates to build 2 (same store), then the developer rotates.
+        let build2Store = Self.store()
+        let build2 = Self.manager(server, sdkKey: seed.sdkKey, store: build2Store, trusted: build2Keys)
+        await build2.checkOnLaunch()
+        try await build2.activate(key: seed.licenseKey)
+        let rotated = try await server.admin("POST", "/tenants/acme/signing-keys/rotate")
+        #expect(rotated["kid"] as? String == next)
+        await build2.refreshIfNeeded(force: true)
+        #expect(build2.state == .licensed && build2.lastError == nil)
+        #expect(try await server.tenantKeyset(primaryKid: true) == next)
 
-        // An app that does not know the new key never accepts its leases, and keeps its old one.
-        let staleStore = Self.store()
-        let staleApp = Self.manager(server, sdkKey: seed.sdkKey, store: staleStore, trusted: original)
-        await staleApp.checkOnLaunch()
-        await #expect(throws: KeylightError.untrustedLease) { try await staleApp.activate(key: seed.licenseKey) }
-        #expect(staleApp.state != .licensed)
+        // Build 1 (not updated) gets leases from a kid it does not know: refused, but nothing decided.
+        await build1.refreshIfNeeded(force: true)
+        #expect(build1.lastError == .untrustedLease)
+        #expect(build1.state == .licensed)  // its own lease still runs
+        // Updated later, on the same store: it verifies the new leases.
+        let build1Updated = Self.manager(server, sdkKey: seed.sdkKey, store: build1Store, trusted: build2Keys)
+        await build1Updated.checkOnLaunch()
+        await build1Updated.refreshIfNeeded(force: true)
+        #expect(build1Updated.state == .licensed && build1Updated.lastError == nil)
+        await server.stop()
+    }
+
+    /// Protocol 6.1 end to end: a validate for another machine's instance is a 422 verdict, a wrong
+    /// product id (404) is a configuration error that leaves the customer licensed.
+    @Test func verdictsAndConfigurationErrorsAgainstALiveServer() async throws {
+        let server = try LiveServer()
+        try await server.start()
+        let seed = try await server.seed()
+        let trusted = try await server.tenantKeyset()
+        let store = Self.store()
+        let manager = Self.manager(server, sdkKey: seed.sdkKey, store: store, trusted: trusted)
+        await manager.checkOnLaunch()
+        try await manager.activate(key: seed.licenseKey)
+        let instance = try #require(manager.instanceId)
+
+        let foreign = try await server.call("POST", "/acme/app/validate", ["license_key": seed.licenseKey, "instance_id": instance, "machine_hash": "another-mac"],
+                                           headers: ["X-Keylight-SDK-Key": seed.sdkKey])
+        #expect(foreign.status == 422 && foreign.json["code"] as? String == "INSTANCE_INACTIVE" && foreign.json["valid"] as? Bool == false)
+
+        // The same app built with a wrong product id: 404 on every call, and the customer stays licensed.
+        let misconfigured = LicenseManager(configuration: Configuration(
+            serverURL: server.url, tenantId: "acme", productId: "app-typo", sdkKey: seed.sdkKey, keyPrefix: "ACME",
+            trustedKeys: trusted.keys, instanceName: "E2E Mac", store: store
+        ))
+        await misconfigured.checkOnLaunch()
+        await misconfigured.refreshIfNeeded(force: true)
+        #expect(misconfigured.lastError?.code == "NOT_FOUND")
+        #expect(misconfigured.state == .licensed)
+
+        // The developer deactivates the instance: a verdict, acted on.
+        _ = try await server.admin("POST", "/tenants/acme/products/app/licenses/\(seed.licenseId)/instances/\(instance)/deactivate")
+        await manager.refreshIfNeeded(force: true)
+        #expect(manager.state == .invalid && manager.lastError?.code == "INSTANCE_INACTIVE")
         await server.stop()
     }
 }

@@ -64,6 +64,18 @@ final class LiveServer: @unchecked Sendable {
         return (response.status, (try? JSONSerialization.jsonObject(with: response.body) as? [String: Any]) ?? [:])
     }
 
+    /// The tenant keyset (protocol 6.1), as an app build pins it: next, active and grace keys.
+    func tenantKeyset(tenant: String = "acme") async throws -> Keyset {
+        let response = try await URLSessionTransport(baseURL: url).send(TransportRequest(method: "GET", path: "/\(tenant)/.well-known/keylight-keys"))
+        return try Keyset(json: response.body)
+    }
+
+    /// The kid the tenant signs with now.
+    func tenantKeyset(tenant: String = "acme", primaryKid: Bool) async throws -> String? {
+        let response = try await URLSessionTransport(baseURL: url).send(TransportRequest(method: "GET", path: "/\(tenant)/.well-known/keylight-keys"))
+        return (try JSONSerialization.jsonObject(with: response.body) as? [String: Any])?["primary_kid"] as? String
+    }
+
     func keyset() async throws -> Keyset {
         let response = try await URLSessionTransport(baseURL: url).send(TransportRequest(method: "GET", path: "/.well-known/keylight-keys.json"))
         return try Keyset(json: response.body)

@@ -20,7 +20,6 @@ import Testing
                 ("activate", #"{"license_key":"\#(seed.licenseKey)","instance_name":"\#(String(repeating: "x", count: 257))"}"#),
                 ("activate", #"{"license_key":"\#(seed.licenseKey)","instance_name":"Mac","machine_hash":"\#(String(repeating: "m", count: 129))"}"#),
                 ("activate", #"{"license_key":42,"instance_name":"Mac"}"#),
-                ("activate", #"{"license_key":"\#(seed.licenseKey)","instance_name":"Mac","sdk_version":"\#(String(repeating: "9", count: 65))"}"#),
                 ("activate", #"{"license_key":"\#(seed.licenseKey)","instance_name":"Mac\u0007"}"#),
                 ("validate", #"{"license_key":"\#(seed.licenseKey)"}"#),
                 ("validate", #"{"license_key":"\#(seed.licenseKey)","instance_id":"a/b"}"#),

@@ -70,4 +70,19 @@ import Testing
             #expect(refused.status == .badRequest && refused.code == "INVALID_REQUEST")
         }
     }
+
+    /// keylight-rust sends `app_version` as the app sets it: long or odd telemetry never refuses a request.
+    @Test func telemetryOfAnyLengthIsAcceptedNotRefused() async throws {
+        try await Harness().run { client in
+            let seed = try await client.seed()
+            let long = String(repeating: "9", count: 300)
+            let activated = try await client.sdk("activate", [
+                "license_key": seed.licenseKey, "instance_name": "Mac", "machine_hash": "m1",
+                "sdk_version": long, "platform": "macos\u{7}", "app_version": "2.0 (build " + long + ")",
+            ], seed: seed)
+            #expect(activated.status == .ok, "\(activated.text)")
+            let wrongType = try await client.sdkRaw("activate", body: #"{"license_key":"\#(seed.licenseKey)","instance_name":"Mac","app_version":42}"#, seed: seed)
+            #expect(wrongType.status == .badRequest)
+        }
+    }
 }

@@ -20,6 +20,19 @@ enum StorageBackend: String, CaseIterable, Sendable, CustomTestStringConvertible
 
     var testDescription: String { rawValue }
 
+    /// Runs `body` on a fresh migrated database and closes it whether `body` returns or throws (an
+    /// unclosed PostgreSQL pool asserts in its deinit, which would end the whole test process).
+    func with(poolSize: Int = 4, _ body: (Database) async throws -> Void) async throws {
+        let database = try await open(poolSize: poolSize)
+        do {
+            try await body(database)
+        } catch {
+            await database.close()
+            throw error
+        }
+        await database.close()
+    }
+
     /// A fresh database, migrated (to the end, or through `migrations` only).
     func open(poolSize: Int = 4, migrations: [Migration] = Migration.all) async throws -> Database {
         let database: Database

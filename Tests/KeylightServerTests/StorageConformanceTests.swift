@@ -87,32 +87,32 @@ import Testing
 
     @Test(arguments: StorageBackend.available)
     func activationCapHoldsUnderConcurrency(backend: StorageBackend) async throws {
-        let db = try await backend.open(poolSize: 8)
-        try await Self.catalog(db, limit: 3)
-        let (license, key) = try await Self.license(db)
-        let outcomes = try await withThrowingTaskGroup(of: String.self) { group in
-            for index in 0..<60 {
-                group.addTask {
-                    switch try await Self.activate(db, key, machine: "m\(index)") {
-                    case .activated: "activated"
-                    case .limitReached: "limit"
-                    default: "other"
+        try await backend.with(poolSize: 8) { db in
+            try await Self.catalog(db, limit: 3)
+            let (license, key) = try await Self.license(db)
+            let outcomes = try await withThrowingTaskGroup(of: String.self) { group in
+                for index in 0..<60 {
+                    group.addTask {
+                        switch try await Self.activate(db, key, machine: "m\(index)") {
+                        case .activated: "activated"
+                        case .limitReached: "limit"
+                        default: "other"
+                        }
                     }
                 }
+                return try await group.reduce(into: [String]()) { $0.append($1) }
             }
-            return try await group.reduce(into: [String]()) { $0.append($1) }
-        }
-        #expect(outcomes.filter { $0 == "activated" }.count == 3)
-        #expect(outcomes.filter { $0 == "limit" }.count == 57)
-        #expect(try await db.instances(licenseId: license.id).filter(\.active).count == 3)
-        #expect(try await db.license(keyHash: key.keyHash)?.activeInstances == 3)
+            #expect(outcomes.filter { $0 == "activated" }.count == 3)
+            #expect(outcomes.filter { $0 == "limit" }.count == 57)
+            #expect(try await db.instances(licenseId: license.id).filter(\.active).count == 3)
+            #expect(try await db.license(keyHash: key.keyHash)?.activeInstances == 3)
 
-        // Deactivation frees exactly one slot, once.
-        let instance = try #require(try await db.instances(licenseId: license.id).first)
-        #expect(try await db.deactivate(keyHash: key.keyHash, licenseId: nil, tenantId: "acme", productId: "app", instanceId: instance.id, now: Self.now, audit: nil) == .deactivated)
-        #expect(try await db.deactivate(keyHash: key.keyHash, licenseId: nil, tenantId: "acme", productId: "app", instanceId: instance.id, now: Self.now, audit: nil) == .alreadyInactive)
-        #expect(try await db.license(keyHash: key.keyHash)?.activeInstances == 2)
-        await db.close()
+            // Deactivation frees exactly one slot, once.
+            let instance = try #require(try await db.instances(licenseId: license.id).first)
+            #expect(try await db.deactivate(keyHash: key.keyHash, licenseId: nil, tenantId: "acme", productId: "app", instanceId: instance.id, now: Self.now, audit: nil) == .deactivated)
+            #expect(try await db.deactivate(keyHash: key.keyHash, licenseId: nil, tenantId: "acme", productId: "app", instanceId: instance.id, now: Self.now, audit: nil) == .alreadyInactive)
+            #expect(try await db.license(keyHash: key.keyHash)?.activeInstances == 2)
+        }
     }
 
     @Test(arguments: StorageBackend.available)

@@ -124,6 +124,7 @@ final class FlakyStore: SecureStore, @unchecked Sendable {
         let store = FlakyStore()
         let manager = Fixture.manager(server: server, store: store)
         await manager.checkOnLaunch()
+        await manager.waitUntilIdle()  // the launch's own keyless refresh is not counted below
         try await manager.activate(key: Fixture.key)
         store.failing = true
         let before = server.requests.count

@@ -67,7 +67,6 @@ final class LicensingService: Sendable {
         let machineHash = try Field.optional(body.machine_hash, "machine_hash", max: 128)
         let freeTierId = try Field.identifier(body.free_tier_instance_id, "free_tier_instance_id", required: false)
         let existingId = try Field.identifier(body.instance_id, "instance_id", required: false)
-        try Field.telemetry(body)
         try limitLicense(key)
         let now = clock.unixSeconds
 
@@ -112,7 +111,6 @@ final class LicensingService: Sendable {
         let key = try Field.licenseKey(body.license_key)
         let instanceId = try Field.identifier(body.instance_id, "instance_id")!
         let machineHash = try Field.optional(body.machine_hash, "machine_hash", max: 128)
-        try Field.telemetry(body)
         try limitLicense(key)
         let now = clock.unixSeconds
         guard let grant = try await database.grant(keyHash: key.keyHash, tenantId: product.tenantId, productId: product.id, instanceId: instanceId) else {
@@ -140,7 +138,6 @@ final class LicensingService: Sendable {
     func deactivate(_ body: DeactivateRequest, product: Product) async throws -> DeactivateResponse {
         let key = try Field.licenseKey(body.license_key)
         let instanceId = try Field.identifier(body.instance_id, "instance_id")!
-        try Field.telemetry(body)
         try limitLicense(key)
         switch try await database.deactivate(keyHash: key.keyHash, licenseId: nil, tenantId: product.tenantId, productId: product.id, instanceId: instanceId, now: clock.unixSeconds, audit: nil) {
         case .licenseNotFound: throw APIError.notFound("License")
@@ -154,7 +151,6 @@ final class LicensingService: Sendable {
         let state = try Field.required(body.state, "state", max: 16)
         guard KeylessRequest.states.contains(state) else { throw APIError.invalidRequest("Field state must be trial, free_tier or expired.") }
         let machineHash = try Field.optional(body.machine_hash, "machine_hash", max: 128)
-        try Field.telemetry(body)
         let now = clock.unixSeconds
         touches.sawKeyless(
             KeylessInstall(tenantId: product.tenantId, productId: product.id, instanceId: instanceId),

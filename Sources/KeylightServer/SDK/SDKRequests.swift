@@ -54,15 +54,11 @@ enum Field {
             false
         }
     }
-
-    /// Telemetry fields are optional but bounded like everything else.
-    static func telemetry(_ body: some TelemetryFields) throws(APIError) {
-        _ = try optional(body.sdk_version, "sdk_version", max: 64)
-        _ = try optional(body.platform, "platform", max: 64)
-        _ = try optional(body.app_version, "app_version", max: 64)
-    }
 }
 
+/// `sdk_version`, `platform`, `app_version`: optional, and never a reason to refuse a request. The
+/// hosted service's clients send `app_version` as the app sets it, of any length (keylight-rust), so
+/// they are not length-checked; nothing reads them yet (only their JSON type is checked, by decoding).
 protocol TelemetryFields {
     var sdk_version: String? { get }
     var platform: String? { get }
