@@ -123,8 +123,14 @@ import Testing
             #expect(reminted.status == .ok)
             let newKey = try #require(reminted["license_key"] as? String)
             #expect(newKey != seed.licenseKey && LicenseKey.isValid(newKey))
-            #expect(try await client.validate(seed, instance: instance).status == .notFound)
+            // Devices still holding the old key get a verdict (the SDK treats 404 as a configuration error).
+            let old = try await client.validate(seed, instance: instance)
+            #expect(old.status == .unprocessableContent && old.code == "LICENSE_REVOKED" && old["lease"] == nil)
+            let oldActivation = try await client.activate(seed, machine: "another")
+            #expect(oldActivation.status == .unprocessableContent && oldActivation.code == "LICENSE_REVOKED")
             #expect(try await client.validate(seed, instance: instance, key: newKey).status == .ok)
+            // A key that never existed is still 404.
+            #expect(try await client.validate(seed, instance: instance, key: "ACME-0000-0000-0000-0000").status == .notFound)
         }
     }
 

@@ -88,7 +88,7 @@ final class LicensingService: Sendable {
             switch outcome {
             case .licenseNotFound:
                 metrics.recordActivation("not_found")
-                throw APIError.notFound("License")
+                throw try await unknownKey(key, product: product)
             case .refused(let grant):
                 metrics.recordActivation("refused")
                 throw Self.refusal(grant, now: now, activating: true) ?? .internalError
@@ -115,7 +115,7 @@ final class LicensingService: Sendable {
         let now = clock.unixSeconds
         guard let grant = try await database.grant(keyHash: key.keyHash, tenantId: product.tenantId, productId: product.id, instanceId: instanceId) else {
             metrics.recordValidation("not_found")
-            throw APIError.notFound("License")
+            throw try await unknownKey(key, product: product)
         }
         if let refusal = Self.refusal(grant, now: now, activating: false) {
             metrics.recordValidation("refused")
@@ -140,7 +140,7 @@ final class LicensingService: Sendable {
         let instanceId = try Field.identifier(body.instance_id, "instance_id")!
         try limitLicense(key)
         switch try await database.deactivate(keyHash: key.keyHash, licenseId: nil, tenantId: product.tenantId, productId: product.id, instanceId: instanceId, now: clock.unixSeconds, audit: nil) {
-        case .licenseNotFound: throw APIError.notFound("License")
+        case .licenseNotFound: throw try await unknownKey(key, product: product)
         case .instanceNotFound: throw APIError.notFound("Instance")
         case .deactivated, .alreadyInactive: return DeactivateResponse()
         }
@@ -170,6 +170,14 @@ final class LicensingService: Sendable {
         ).signed(with: key)
         configs.set(signed, for: cacheKey)
         return signed
+    }
+
+    /// The error for a key no license has: 422 `LICENSE_REVOKED` for a key a remint replaced (a
+    /// verdict the SDK acts on), else 404 (which clients treat as a configuration error).
+    func unknownKey(_ key: LicenseKey, product: Product) async throws -> APIError {
+        try await database.isReplacedKey(key.keyHash, tenantId: product.tenantId, productId: product.id)
+            ? APIError(status: .unprocessableContent, code: "LICENSE_REVOKED", message: "This license key was replaced; use the new key.")
+            : APIError.notFound("License")
     }
 
     /// The key that signs for `tenantId` now (protocol 6.2: each tenant signs with its own).

@@ -75,6 +75,13 @@ extension Database {
     /// Replaces a license's key (the old key stops working at once); nil when there is no such license.
     func remintLicense(tenantId: String, productId: String, id: String, keyHash: String, maskedKey: String, now: Int64, actor: Actor) async throws -> License? {
         try await write { db in
+            // The old key's hash is kept, so devices that still send it get a verdict, not a 404.
+            try await db.raw("""
+                INSERT INTO replaced_license_keys (key_hash, license_id, tenant_id, product_id, replaced_at)
+                SELECT key_hash, id, tenant_id, product_id, \(bind: now) FROM licenses
+                WHERE id = \(bind: id) AND tenant_id = \(bind: tenantId) AND product_id = \(bind: productId)
+                ON CONFLICT DO NOTHING
+                """).run()
             let updated = try await db.raw("""
                 UPDATE licenses SET key_hash = \(bind: keyHash), masked_key = \(bind: maskedKey), updated_at = \(bind: now)
                 WHERE id = \(bind: id) AND tenant_id = \(bind: tenantId) AND product_id = \(bind: productId)
@@ -84,6 +91,14 @@ extension Database {
             try await Self.audit(db, at: now, actor: actor, action: "license.remint", tenantId: tenantId, target: id, details: ["masked_key": maskedKey])
             return updated
         }
+    }
+
+    /// True when `keyHash` was a key of this product that a remint replaced.
+    func isReplacedKey(_ keyHash: String, tenantId: String, productId: String) async throws -> Bool {
+        try await sql.raw("""
+            SELECT 1 AS found FROM replaced_license_keys
+            WHERE key_hash = \(bind: keyHash) AND tenant_id = \(bind: tenantId) AND product_id = \(bind: productId)
+            """).first() != nil
     }
 
     /// Moves a license's expiry (Stripe renewals and cancellations use this too).
