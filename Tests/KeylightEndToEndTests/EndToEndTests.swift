@@ -159,4 +159,36 @@ import Testing
         #expect(manager.state == .invalid && manager.lastError?.code == "INSTANCE_INACTIVE")
         await server.stop()
     }
+
+    /// Requests shaped exactly as keylight-rust 0.3.3 sends them (its client.rs): the tenant keyset
+    /// without headers, an untrimmed key, `platform: "macos"`, an app version of any length, an
+    /// 8-hex request id, no nonce; and the answers it reads.
+    @Test func theHostedServicesRustClientWireShapes() async throws {
+        let server = try LiveServer()
+        try await server.start()
+        let seed = try await server.seed()
+        let keyset = try await server.call("GET", "/acme/.well-known/keylight-keys")
+        #expect(keyset.status == 200 && keyset.json["primary_kid"] is String)
+        let keys = try #require(keyset.json["keys"] as? [[String: Any]])
+        #expect(!keys.isEmpty && keys.allSatisfy { $0["kid"] is String && $0["public_key"] is String })
+        let headers = ["X-Keylight-SDK-Key": seed.sdkKey, "X-Keylight-Request-Id": "1a2b3c4d"]
+        func json(_ fields: [String: String]) throws -> Data { try JSONSerialization.data(withJSONObject: fields) }
+        let telemetry = ["sdk_version": "0.3.3", "platform": "macos", "app_version": "3.1.0+" + String(repeating: "build.", count: 20)]
+        let activated = try await server.call("POST", "/acme/app/activate", raw: try json([
+            "license_key": " \(seed.licenseKey.lowercased()) ", "instance_name": "studio-mac", "machine_hash": String(repeating: "ab", count: 32),
+            "free_tier_instance_id": UUID().uuidString,
+        ].merging(telemetry) { $1 }), headers: headers)
+        #expect(activated.status == 200 && activated.json["activated"] as? Bool == true)
+        #expect(activated.json["instance_id"] is String && activated.json["lease"] is [String: Any] && activated.json.keys.contains("license_expires_at"))
+        let instance = try #require(activated.json["instance_id"] as? String)
+        let validated = try await server.call("POST", "/acme/app/validate", raw: try json([
+            "license_key": seed.licenseKey, "instance_id": instance, "machine_hash": String(repeating: "ab", count: 32),
+        ].merging(telemetry) { $1 }), headers: headers)
+        #expect(validated.status == 200 && validated.json["valid"] as? Bool == true)
+        let keyless = try await server.call("POST", "/acme/app/keyless", raw: try json(["instance_id": UUID().uuidString, "state": "expired", "machine_hash": "ab"].merging(telemetry) { $1 }), headers: headers)
+        #expect(keyless.status == 200)
+        let refused = try await server.call("POST", "/acme/app/validate", raw: try json(["license_key": seed.licenseKey, "instance_id": UUID().uuidString].merging(telemetry) { $1 }), headers: headers)
+        #expect(refused.status == 422 && refused.json["valid"] as? Bool == false && refused.json["lease"] == nil && refused.json["error"] is String)
+        await server.stop()
+    }
 }
