@@ -46,8 +46,14 @@ extension LicenseManager {
         case .success(let body):
             let verification = body.lease.verify(with: resolver.trustedKeys, now: now)
             // A lease this app cannot trust grants nothing and changes nothing.
-            guard verification.isTrusted, body.lease.instanceId == instanceId,
-                  body.lease.licenseKeyHash == LicenseKey.hash(normalizing: key) else {
+            // Nor does one that is expired, or older than the lease kept: a replay of an old answer.
+            guard verification.isTrusted, !verification.expired, body.lease.instanceId == instanceId,
+                  body.lease.licenseKeyHash == LicenseKey.hash(normalizing: key),
+                  body.lease.issuedAt >= (stored.lease?.issuedAt ?? .min) else {
+                return (.untrustedLease, nil)
+            }
+            // A refusal is lifted only by a lease issued after the one kept, never by the kept one replayed.
+            if stored.rejection != nil, body.lease.issuedAt <= (stored.lease?.issuedAt ?? .min) {
                 return (.untrustedLease, nil)
             }
             stored.lease = body.lease

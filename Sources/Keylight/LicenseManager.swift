@@ -164,17 +164,17 @@ public final class LicenseManager {
     }
 
     /// Records the server's own time from a verified response (a lease's or config's `issuedAt`)
-    /// as the clock-rollback reference. It replaces the previous reference rather than taking the
-    /// maximum (seed 000): a device clock that ran ahead and was corrected never poisons it, and a
-    /// verified answer from the server always resets it.
+    /// as the clock-rollback reference (seed 000). Only server times enter it, so a device clock
+    /// that ran ahead and was corrected never poisons it; the reference written by older SDKs (local
+    /// time) is no longer read, and the first verified answer sets the new one.
     func sawServer(serverTime: Int64) {
-        stored.lastSeen = serverTime
+        stored.serverSeen = max(stored.serverSeen ?? serverTime, serverTime)
     }
 
     /// True when the device clock reads more than an hour before the server's time at the last
     /// verified contact: the clock was set back (the state is then `.invalid` until it is right).
     public var isClockManipulated: Bool {
-        LicenseResolver.isClockManipulated(lastSeen: stored.lastSeen, now: configuration.clock.unixSeconds)
+        LicenseResolver.isClockManipulated(serverSeen: stored.serverSeen, now: configuration.clock.unixSeconds)
     }
 
     /// This device's per-product hash. A store that cannot be read is an error, never an empty

@@ -115,7 +115,7 @@ final class FlakyStore: SecureStore, @unchecked Sendable {
         await fixed.checkOnLaunch()
         #expect(fixed.state == .licensed && !fixed.isClockManipulated)
         await fixed.refreshIfNeeded(force: true)
-        #expect(try PersistedState.load(from: store).lastSeen == clock.unixSeconds)
+        #expect(try PersistedState.load(from: store).serverSeen == clock.unixSeconds)
     }
 
     /// A store that cannot be read sends no request with an empty machine hash; it is retried.
@@ -224,5 +224,30 @@ final class FlakyStore: SecureStore, @unchecked Sendable {
         await LicenseManager.shared.checkOnLaunch()
         try await LicenseManager.shared.activate(key: Fixture.key)
         #expect(configured.state == .licensed)
+    }
+
+    /// A revoked user replaying the lease kept on the device (in a fake 200) cannot lift the refusal
+    /// or pull the clock reference back.
+    @Test func aReplayedLeaseNeitherLiftsARefusalNorMovesTheReference() async throws {
+        let clock = TestClock()
+        let server = FakeServer(clock: clock)
+        let store = InMemoryStore()
+        let manager = Fixture.manager(server: server, store: store)
+        await manager.checkOnLaunch()
+        try await manager.activate(key: Fixture.key)
+        let kept = try #require(try PersistedState.load(from: store).lease)
+        clock.advance(by: 3_600)
+        server.mode = .status(422, code: "LICENSE_REVOKED", retryAfter: nil)
+        await manager.refreshIfNeeded(force: true)
+        #expect(manager.state == .invalid)
+        let reference = try PersistedState.load(from: store).serverSeen
+        // The "server" now answers with a lease as old as the kept one: the fake clock is set back to its issue time.
+        server.mode = .normal
+        server.serverOffset = kept.issuedAt - clock.unixSeconds
+        let relaunched = Fixture.manager(server: server, store: store)
+        await relaunched.checkOnLaunch()
+        await relaunched.waitUntilIdle()
+        #expect(relaunched.state == .invalid && relaunched.lastError == .untrustedLease)
+        #expect(try PersistedState.load(from: store).serverSeen == reference)
     }
 }

@@ -31,9 +31,9 @@ import Testing
 
     @Test func clockSetBackMoreThanAnHourIsInvalid() {
         var stored = Self.licensed(Self.lease(.active))
-        stored.lastSeen = Self.now + 3_601
+        stored.serverSeen = Self.now + 3_601
         #expect(Self.resolver.resolve(stored, now: Self.now).state == .invalid)
-        stored.lastSeen = Self.now + 3_599
+        stored.serverSeen = Self.now + 3_599
         #expect(Self.resolver.resolve(stored, now: Self.now).state == .licensed)
     }
 

@@ -28,13 +28,13 @@ struct LicenseResolver: Sendable {
     static let rollbackTolerance: Int64 = 3_600
 
     /// True when `now` is more than the tolerance before the server time of the last verified contact.
-    static func isClockManipulated(lastSeen: Int64?, now: Int64) -> Bool {
-        guard let lastSeen else { return false }
-        return now < lastSeen - rollbackTolerance
+    static func isClockManipulated(serverSeen: Int64?, now: Int64) -> Bool {
+        guard let serverSeen else { return false }
+        return now < serverSeen - rollbackTolerance
     }
 
     func resolve(_ stored: PersistedState, now: Int64) -> Resolution {
-        if Self.isClockManipulated(lastSeen: stored.lastSeen, now: now) {
+        if Self.isClockManipulated(serverSeen: stored.serverSeen, now: now) {
             return Resolution(state: .invalid, entitlements: [], reason: "clock set back before the last server contact")
         }
         if let key = stored.licenseKey {

@@ -10,9 +10,12 @@ struct PersistedState: Codable, Equatable, Sendable {
     var config: SignedProductConfig?
     /// Unix seconds of the first launch: the trial clock.
     var trialStartedAt: Int64?
-    /// Latest local time of a successful round trip; a clock set more than an hour before it
-    /// means the clock was turned back.
+    /// Written by SDKs before the server-time reference; local time, so never read any more (a
+    /// clock that once ran ahead left it in the future).
     var lastSeen: Int64?
+    /// The latest server time from a verified lease or config (its `issuedAt`): a device clock
+    /// more than an hour before it was turned back. Only server times enter it, so it only moves forward.
+    var serverSeen: Int64?
     /// Last successful refresh, and last attempt of any outcome (for the debounce).
     var lastRefresh: Int64?
     var lastAttempt: Int64?

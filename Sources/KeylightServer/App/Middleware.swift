@@ -102,7 +102,9 @@ struct RequestObservationMiddleware: RouterMiddleware {
         let bytes = Array(sink.buffer.readableBytesView)
         var signed = Response(status: response.status, headers: response.headers, body: .init(byteBuffer: sink.buffer))
         let tenantId = path.split(separator: "/", omittingEmptySubsequences: false).dropFirst().first.map(String.init) ?? ""
-        if let headers = try await signer.headers(tenantId: tenantId, nonce: nonce, path: path, body: bytes) {
+        // A database error while making the day's intermediate key leaves the response unsigned (the
+        // client treats it as unverified) rather than replacing an answer that may record a commit.
+        if let headers = try? await signer.headers(tenantId: tenantId, nonce: nonce, path: path, body: bytes) ?? nil {
             signed.headers.append(contentsOf: headers)
         }
         return signed

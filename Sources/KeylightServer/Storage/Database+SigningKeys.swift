@@ -45,11 +45,12 @@ extension Database {
             """).all(decoding: SigningKeyRow.self)
     }
 
-    /// Tenants without an active key (created by a server from before per-tenant keys, during a rolling upgrade).
+    /// Tenants without any key (created by a server from before per-tenant keys, during a rolling
+    /// upgrade). A tenant that has keys is never given a fresh one: no installed app would trust it.
     func tenantsWithoutSigningKey() async throws -> [String] {
         try await sql.raw("""
             SELECT id FROM tenants WHERE NOT EXISTS (
-                SELECT 1 FROM tenant_signing_keys k WHERE k.tenant_id = tenants.id AND k.status = 'active')
+                SELECT 1 FROM tenant_signing_keys k WHERE k.tenant_id = tenants.id)
             ORDER BY id
             """).all(decodingColumn: "id", as: String.self)
     }
@@ -136,7 +137,7 @@ extension Database {
             if statuses.contains(SigningKeyStatus.active.rawValue) { return .active }
             let affected = try await db.raw("""
                 UPDATE tenant_signing_keys SET status = 'retired', status_changed_at = \(bind: now)
-                WHERE kid = \(bind: kid) \(scope) AND status <> 'retired' RETURNING tenant_id
+                WHERE kid = \(bind: kid) \(scope) AND status IN ('grace', 'next') RETURNING tenant_id
                 """).all(decodingColumn: "tenant_id", as: String.self)
             if affected.isEmpty { return .alreadyRetired }
             for tenant in affected {
