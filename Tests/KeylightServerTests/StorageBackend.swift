@@ -46,7 +46,7 @@ enum StorageBackend: String, CaseIterable, Sendable, CustomTestStringConvertible
             database = try await PostgresStorage.open(url: url, poolSize: poolSize, searchPath: [try await Self.freshSchema(url: url)], logger: Harness.logger)
         }
         do {
-            try await database.migrate(migrations, logger: Harness.logger)
+            _ = try await database.migrate(migrations, logger: Harness.logger)
         } catch {
             // An open pool must be shut down before it is released (async-kit asserts it).
             await database.close()
