@@ -84,10 +84,19 @@ import Testing
         #expect(!key.isMintedFormat && key.text == text && LicenseKey.isValid(text))
         #expect(key.hasProductPrefix("ACME") && !key.hasProductPrefix("ACMF"))
         #expect(LicenseKey.isImportable(text.lowercased(), prefix: "ACME") && !LicenseKey.isImportable(text, prefix: "NOPE"))
+
         // Never more than half of the key is shown.
         let shown = key.masked.filter { $0 != "\u{00B7}" && $0 != "-" }.count
         #expect(shown * 2 <= text.filter { $0 != "-" }.count, "\(key.masked)")
         #expect(key.masked.hasSuffix(String(text.suffix(text.count >= 16 ? 4 : text.count / 4))))
+    }
+
+    /// The server imports only keys the SDK will take for the product: a minted-shape key with a
+    /// longer prefix is another product's, even though its text starts with this prefix.
+    @Test func importAndTheSDKAgreeOnThePrefix() throws {
+        let other = try LicenseKey.generate(prefix: "ACME")
+        #expect(!other.hasProductPrefix("AC") && !LicenseKey.isImportable(other.text, prefix: "AC"))
+        #expect(LicenseKey.isImportable(other.text, prefix: "ACME"))
     }
 
     @Test(arguments: [

@@ -85,12 +85,16 @@ import Testing
             _ = try await client.admin(.post, "/tenants", ["id": "beta", "name": "Beta"])
             let prepared = try #require(try await client.admin(.post, "/tenants/beta/signing-keys/prepare")["kid"] as? String)
             let before = try #require(client.server.keyRing.current["acme"]?.active.kid)
+            _ = try await client.admin(.post, "/tenants", ["id": "gamma", "name": "Gamma"])
             let rotated = try await client.admin(.post, "/signing-keys/rotate")
             #expect(rotated.status == .created)
             let fresh = try #require(rotated["kid"] as? String)
             let tenants = Dictionary(uniqueKeysWithValues: ((rotated["tenants"] as? [[String: Any]]) ?? []).map { ($0["tenant_id"] as! String, $0["kid"] as! String) })
-            #expect(tenants == ["acme": fresh, "beta": prepared])
+            #expect(tenants["acme"] == fresh && tenants["beta"] == prepared)  // kid and public_key: the first tenant's
+            // Tenants without a prepared key each get a key of their own: one tenant's leases never verify in another's app.
+            #expect(tenants["gamma"] != nil && tenants["gamma"] != fresh && tenants["gamma"] != prepared)
             #expect(client.server.keyRing.current["acme"]?.active.kid == fresh && client.server.keyRing.current["beta"]?.active.kid == prepared)
+            #expect(client.server.keyRing.current["gamma"]?.active.kid == tenants["gamma"])
             #expect(try await client.admin(.post, "/signing-keys/\(fresh)/retire").status == .conflict)
             #expect(try await client.admin(.post, "/signing-keys/\(before)/retire").status == .ok)
             let listed = ((try await client.admin(.get, "/signing-keys")["keys"] as? [[String: Any]]) ?? [])
@@ -117,8 +121,8 @@ import Testing
             try await db.sql.raw("INSERT INTO tenants (id, name, created_at) VALUES (\(bind: tenant), \(bind: tenant), 1)").run()
         }
         #expect(try await db.migrate(logger: Harness.logger) == Migration.all.dropFirst(before.count).map(\.name))
-        let ring = KeyRing(database: db, sealer: sealer)
-        try await ring.loadCreatingIfNeeded(now: 2, logger: Harness.logger)
+        let ring = KeyRing(database: db, sealer: sealer, clock: TestClock(), logger: Harness.logger)
+        try await ring.loadCreatingIfNeeded()
         for tenant in ["acme", "beta"] {
             let keys = try #require(ring.current[tenant])
             #expect(keys.active.kid == server.kid && keys.active.publicKey.rawRepresentation == server.publicKey.rawRepresentation)

@@ -189,12 +189,13 @@ import Testing
         #expect(try await db.prepareSigningKey(Self.keyRow("acme", "kx"), actor: .adminToken).kid == "k1")
         #expect(try await keys("acme") == ["k0:active", "k1:next"])
         // Rotation promotes the prepared key, and touches no other tenant.
-        let first = try await db.rotateSigningKeys(tenantIds: ["acme"], fresh: Self.keyRow("", "k9"), now: Self.now, actor: .adminToken)
-        #expect(first == [RotationOutcome(tenantId: "acme", kid: "k1", promotedNext: true)])
+        let first = try await db.rotateSigningKeys(fresh: ["acme": Self.keyRow("acme", "k9")], order: ["acme"], now: Self.now, actor: .adminToken)
+        #expect(first == [RotationOutcome(tenantId: "acme", kid: "k1", publicKey: "pk-k1", promotedNext: true)])
         #expect(try await keys("acme") == ["k0:grace", "k1:active"])
         #expect(try await keys("beta") == ["k0:active"])
         // Without a prepared key, a rotation installs the fresh one.
-        let both = try await db.rotateSigningKeys(tenantIds: ["acme", "beta"], fresh: Self.keyRow("", "k3"), now: Self.now + 1, actor: .adminToken)
+        let both = try await db.rotateSigningKeys(fresh: ["acme": Self.keyRow("acme", "k3"), "beta": Self.keyRow("beta", "k3")], order: ["acme", "beta"],
+                                                  now: Self.now + 1, actor: .adminToken)
         #expect(both.map(\.kid) == ["k3", "k3"] && both.allSatisfy { !$0.promotedNext })
         #expect(try await keys("acme") == ["k0:grace", "k1:grace", "k3:active"])
         #expect(try await keys("beta") == ["k0:grace", "k3:active"])

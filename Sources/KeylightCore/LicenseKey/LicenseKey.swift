@@ -113,10 +113,10 @@ public struct LicenseKey: Hashable, Sendable, CustomStringConvertible {
     }
 
     /// True when `input`, once normalised, is a key an admin may import for a product whose prefix
-    /// is `prefix`: 8–64 of `A-Z 0-9 -`, starting with the prefix.
+    /// is `prefix`: 8–64 of `A-Z 0-9 -` that the SDK takes for this product (``hasProductPrefix(_:)``).
     public static func isImportable(_ input: String, prefix: String) -> Bool {
         let normalised = normalize(input)
-        return isImportable(normalised) && normalised.hasPrefix(prefix)
+        return isImportable(normalised) && LicenseKey(validated: normalised).hasProductPrefix(prefix)
     }
 
     /// Product prefixes (protocol 6.1; the first revision had exactly 4).

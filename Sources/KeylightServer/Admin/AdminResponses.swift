@@ -129,12 +129,13 @@ struct SigningKeyBody: Encodable {
     var tenant_id: String?
 }
 
-/// `POST /admin/v1/signing-keys/rotate`: the new key (shared by every tenant that had none
-/// prepared) and what each tenant signs with now.
+/// `POST /admin/v1/signing-keys/rotate`: what each tenant signs with now; `kid` and `public_key`
+/// (protocol section 4) are the first tenant's, the only one's on a single-tenant server.
 struct ServerRotationBody: Encodable {
     struct TenantRotation: Encodable {
         var tenant_id: String
         var kid: String
+        var public_key: String
         /// True when the tenant's prepared `next` key was promoted instead of the new key.
         var prepared: Bool
     }

@@ -150,11 +150,8 @@ struct AdminRoutes {
             return try JSONBody.response(SigningKeyBody(kid: row.kid, public_key: row.publicKey, status: row.status.rawValue), status: .created)
         }
         admin.post("/tenants/:tenant/signing-keys/rotate") { _, context in
-            let tenantId = try context.parameters.require("tenant")
-            let (outcomes, fresh) = try await service.rotateSigningKeys(tenantId: tenantId, actor: actor)
-            let kid = outcomes.first?.kid ?? fresh.kid
-            let publicKey = service.keyRing.current[tenantId]?.rows.first { $0.kid == kid }?.publicKey ?? fresh.publicKey
-            return try JSONBody.response(SigningKeyBody(kid: kid, public_key: publicKey), status: .created)
+            let rotated = try await service.rotateSigningKeys(tenantId: try context.parameters.require("tenant"), actor: actor)[0]
+            return try JSONBody.response(SigningKeyBody(kid: rotated.kid, public_key: rotated.publicKey), status: .created)
         }
         admin.post("/tenants/:tenant/signing-keys/:kid/retire") { _, context in
             let kid = try context.parameters.require("kid")
@@ -168,10 +165,10 @@ struct AdminRoutes {
         }
         // Protocol 4 and 6.2: the server-wide routes act on every tenant at once.
         admin.post("/signing-keys/rotate") { _, _ in
-            let (outcomes, fresh) = try await service.rotateSigningKeys(tenantId: nil, actor: actor)
+            let outcomes = try await service.rotateSigningKeys(tenantId: nil, actor: actor)
             return try JSONBody.response(ServerRotationBody(
-                kid: fresh.kid, public_key: fresh.publicKey,
-                tenants: outcomes.map { .init(tenant_id: $0.tenantId, kid: $0.kid, prepared: $0.promotedNext) }
+                kid: outcomes[0].kid, public_key: outcomes[0].publicKey,
+                tenants: outcomes.map { .init(tenant_id: $0.tenantId, kid: $0.kid, public_key: $0.publicKey, prepared: $0.promotedNext) }
             ), status: .created)
         }
         admin.post("/signing-keys/:kid/retire") { _, context in

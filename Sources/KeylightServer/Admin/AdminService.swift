@@ -31,7 +31,7 @@ final class AdminService: Sendable {
         let name = try Field.required(body.name, "name", max: 200)
         let tenant = Tenant(id: id, name: name, createdAt: clock.unixSeconds)
         // Its own signing key from the start (protocol 6.2), in the same transaction.
-        let key = try keyRing.firstKeyRow(tenantId: id, now: tenant.createdAt)
+        let key = try keyRing.firstKeyRow(tenantId: id)
         guard try await database.insertTenant(tenant, firstSigningKey: key, actor: actor) else { throw APIError.conflict("Tenant \(id) already exists.") }
         try await keyRing.reload()
         try await signer.refresh()
@@ -214,23 +214,25 @@ final class AdminService: Sendable {
     /// second call returns the key already prepared.
     func prepareSigningKey(tenantId: String, actor: Actor) async throws -> SigningKeyRow {
         _ = try await requireTenant(tenantId)
-        return try await keyRing.prepare(tenantId: tenantId, now: clock.unixSeconds, actor: actor)
+        return try await keyRing.prepare(tenantId: tenantId, actor: actor)
     }
 
     /// Rotates one tenant (or every tenant, `tenantId` nil): its prepared `next` key, else a new
-    /// key, signs from now on; responses are signed under it at once (a new intermediate key).
-    func rotateSigningKeys(tenantId: String?, actor: Actor) async throws -> (outcomes: [RotationOutcome], fresh: SigningKeyRow) {
+    /// key of its own, signs from now on; responses are signed under it at once (a new intermediate
+    /// key). At least one outcome, in tenant id order; 409 when there is no tenant to rotate.
+    func rotateSigningKeys(tenantId: String?, actor: Actor) async throws -> [RotationOutcome] {
         let tenantIds = if let tenantId { [try await requireTenant(tenantId).id] } else { try await database.tenants().map(\.id) }
-        let result = try await keyRing.rotate(tenantIds: tenantIds, now: clock.unixSeconds, actor: actor)
+        guard !tenantIds.isEmpty else { throw APIError.conflict("There is no tenant to rotate; each tenant gets its first key when it is created.") }
+        let outcomes = try await keyRing.rotate(tenantIds: tenantIds, actor: actor)
         try await signer.refresh()
-        return result
+        return outcomes
     }
 
     /// Retires `kid` for one tenant, or for every tenant that has it (`tenantId` nil).
     func retireSigningKey(kid: String, tenantId: String?, actor: Actor) async throws {
         if let tenantId { _ = try await requireTenant(tenantId) }
         guard SigningKey.isValidKid(kid) else { throw APIError.notFound("Signing key") }
-        switch try await keyRing.retire(kid: kid, tenantId: tenantId, now: clock.unixSeconds, actor: actor) {
+        switch try await keyRing.retire(kid: kid, tenantId: tenantId, actor: actor) {
         case .retired, .alreadyRetired: return
         case .notFound: throw APIError.notFound("Signing key")
         case .active: throw APIError.conflict("The signing key that signs now cannot be retired; rotate first.")

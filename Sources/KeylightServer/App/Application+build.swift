@@ -70,8 +70,8 @@ func assemble(
     }
     // From here on every change also records its webhook events.
     let database = database.recordingWebhooks(sealer: sealer)
-    let keyRing = KeyRing(database: database, sealer: sealer)
-    try await keyRing.loadCreatingIfNeeded(now: clock.unixSeconds, logger: logger)
+    let keyRing = KeyRing(database: database, sealer: sealer, clock: clock, logger: logger)
+    try await keyRing.loadCreatingIfNeeded()
 
     // The admin token: from the configuration, else the one created on first start.
     var createdToken: String?

@@ -479,7 +479,7 @@ struct DashboardRoutes: Sendable {
         }
         dash.post("/signing-keys/rotate") { request, context -> Response in
             await guarded(request, context, post: true, back: "/dashboard/signing-keys") { _, user in
-                let (outcomes, _) = try await admin.rotateSigningKeys(tenantId: nil, actor: user.actor)
+                let outcomes = try await admin.rotateSigningKeys(tenantId: nil, actor: user.actor)
                 flash(context, "Rotated \(outcomes.count) tenant(s); the previous keys stay trusted until you retire them.")
                 return .redirect(to: "/dashboard/signing-keys")
             }
@@ -501,9 +501,8 @@ struct DashboardRoutes: Sendable {
         }
         dash.post("/t/:tenant/signing-keys/rotate") { request, context -> Response in
             await guarded(request, context, post: true, back: "/dashboard/signing-keys") { _, user in
-                let (outcomes, _) = try await admin.rotateSigningKeys(tenantId: try context.parameters.require("tenant"), actor: user.actor)
-                let kid = outcomes.first?.kid ?? ""
-                flash(context, "Key \(kid) is active; the previous key stays trusted until you retire it.")
+                let rotated = try await admin.rotateSigningKeys(tenantId: try context.parameters.require("tenant"), actor: user.actor)[0]
+                flash(context, "Key \(rotated.kid) is active; the previous key stays trusted until you retire it.")
                 return .redirect(to: "/dashboard/signing-keys")
             }
         }

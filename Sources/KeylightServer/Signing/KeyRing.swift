@@ -38,13 +38,17 @@ public final class KeyRing: Sendable {
 
     let database: Database
     let sealer: SecretSealer
+    let clock: any WallClock
+    let logger: Logger
     private let snapshot: NIOLockedValueBox<Snapshot>
     /// Decrypted private keys by kid, so a reload opens only keys it has not seen.
     private let opened = NIOLockedValueBox<[String: SigningKey]>([:])
 
-    init(database: Database, sealer: SecretSealer) {
+    init(database: Database, sealer: SecretSealer, clock: any WallClock, logger: Logger) {
         self.database = database
         self.sealer = sealer
+        self.clock = clock
+        self.logger = logger
         self.snapshot = NIOLockedValueBox(Snapshot(tenants: [:], documentJSON: Array(#"{"keys":[]}"#.utf8)))
     }
 
@@ -57,15 +61,15 @@ public final class KeyRing: Sendable {
         if let keys = current[tenantId] { return keys }
         // Only a tenant that exists is worth a reload: unknown ids come from outside, for free.
         guard try await database.tenant(id: tenantId) != nil else { return nil }
-        try await loadCreatingIfNeeded(now: SystemClockSeconds.now, logger: Logger(label: "keylight.keyring"))
+        try await loadCreatingIfNeeded()
         return current[tenantId]
     }
 
     /// Loads the keys, giving every tenant without one a key of its own (a tenant created by a
     /// server from before per-tenant keys, during a rolling upgrade).
-    func loadCreatingIfNeeded(now: Int64, logger: Logger) async throws {
+    func loadCreatingIfNeeded() async throws {
         for tenantId in try await database.tenantsWithoutSigningKey() {
-            if try await database.insertFirstSigningKey(try makeRow(tenantId: tenantId, now: now), actor: .system) {
+            if try await database.insertFirstSigningKey(try makeRow(tenantId: tenantId, now: clock.unixSeconds), actor: .system) {
                 logger.debug("created a signing key", metadata: ["tenant": "\(tenantId)"])
             }
         }
@@ -107,28 +111,30 @@ public final class KeyRing: Sendable {
     }
 
     /// Gives a new tenant its own first key, inside the transaction that creates the tenant.
-    func firstKeyRow(tenantId: String, now: Int64) throws -> SigningKeyRow {
-        try makeRow(tenantId: tenantId, now: now)
+    func firstKeyRow(tenantId: String) throws -> SigningKeyRow {
+        try makeRow(tenantId: tenantId, now: clock.unixSeconds)
     }
 
     /// Publishes a `next` key for the tenant (or returns the one already prepared).
-    func prepare(tenantId: String, now: Int64, actor: Actor) async throws -> SigningKeyRow {
-        let row = try await database.prepareSigningKey(try makeRow(tenantId: tenantId, now: now), actor: actor)
+    func prepare(tenantId: String, actor: Actor) async throws -> SigningKeyRow {
+        let row = try await database.prepareSigningKey(try makeRow(tenantId: tenantId, now: clock.unixSeconds), actor: actor)
         try await reload()
         return row
     }
 
-    /// Rotates the given tenants: each one's prepared `next` key, or one new key shared by those
-    /// without, signs from now on; previous keys stay in the keysets as `grace`.
-    func rotate(tenantIds: [String], now: Int64, actor: Actor) async throws -> (outcomes: [RotationOutcome], fresh: SigningKeyRow) {
-        let fresh = try makeRow(tenantId: "", now: now)
-        let outcomes = try await database.rotateSigningKeys(tenantIds: tenantIds, fresh: fresh, now: now, actor: actor)
+    /// Rotates the given tenants: each one's prepared `next` key, or else a new key of its own,
+    /// signs from now on; previous keys stay in the keysets as `grace`.
+    func rotate(tenantIds: [String], actor: Actor) async throws -> [RotationOutcome] {
+        let now = clock.unixSeconds
+        // Made before the transaction (sealing is no work to hold a writer for); unused ones are dropped.
+        let fresh = try Dictionary(uniqueKeysWithValues: tenantIds.map { ($0, try makeRow(tenantId: $0, now: now)) })
+        let outcomes = try await database.rotateSigningKeys(fresh: fresh, order: tenantIds, now: now, actor: actor)
         try await reload()
-        return (outcomes, fresh)
+        return outcomes
     }
 
-    func retire(kid: String, tenantId: String?, now: Int64, actor: Actor) async throws -> RetireOutcome {
-        let outcome = try await database.retireSigningKey(kid: kid, tenantId: tenantId, now: now, actor: actor)
+    func retire(kid: String, tenantId: String?, actor: Actor) async throws -> RetireOutcome {
+        let outcome = try await database.retireSigningKey(kid: kid, tenantId: tenantId, now: clock.unixSeconds, actor: actor)
         try await reload()
         return outcome
     }

@@ -22,10 +22,11 @@ enum RetireOutcome: Sendable, Equatable {
     case retired, notFound, active, alreadyRetired
 }
 
-/// What a rotation did to one tenant: the kid that signs now and whether it was the prepared one.
+/// What a rotation did to one tenant: the key that signs now and whether it was the prepared one.
 struct RotationOutcome: Sendable, Equatable {
     var tenantId: String
     var kid: String
+    var publicKey: String
     var promotedNext: Bool
 }
 
@@ -80,10 +81,16 @@ extension Database {
                 """).first(decoding: SigningKeyRow.self) {
                 return existing
             }
-            try await db.raw("""
+            // A rival prepare in another process may have won since the SELECT: then its key is the next one.
+            guard try await db.raw("""
                 INSERT INTO tenant_signing_keys (\(Self.signingKeyColumns))
                 VALUES (\(bind: row.tenantId), \(bind: row.kid), \(bind: row.publicKey), \(bind: row.sealedPrivateKey), 'next', \(bind: row.createdAt), \(bind: row.createdAt))
-                """).run()
+                ON CONFLICT DO NOTHING RETURNING kid
+                """).first() != nil else {
+                return try await db.raw("""
+                    SELECT \(Self.signingKeyColumns) FROM tenant_signing_keys WHERE tenant_id = \(bind: row.tenantId) AND status = 'next'
+                    """).first(decoding: SigningKeyRow.self) ?? row
+            }
             try await Self.audit(db, at: row.createdAt, actor: actor, action: "signing_key.prepare", tenantId: row.tenantId, target: row.kid, details: ["public_key": row.publicKey])
             var prepared = row
             prepared.status = .next
@@ -91,36 +98,35 @@ extension Database {
         }
     }
 
-    /// Rotates each of `tenantIds` in one transaction: its `next` key (if prepared) or `fresh`
-    /// (re-keyed to the tenant) becomes active, the previous active key becomes `grace`.
-    func rotateSigningKeys(tenantIds: [String], fresh: SigningKeyRow, now: Int64, actor: Actor) async throws -> [RotationOutcome] {
+    /// Rotates the tenants of `order` in one transaction: each one's `next` key (if prepared) or its
+    /// row in `fresh` becomes active, the previous active key becomes `grace`.
+    func rotateSigningKeys(fresh: [String: SigningKeyRow], order tenantIds: [String], now: Int64, actor: Actor) async throws -> [RotationOutcome] {
         try await write { db in
             var outcomes: [RotationOutcome] = []
             for tenantId in tenantIds {
+                guard let newRow = fresh[tenantId] else { continue }
                 let next = try await db.raw("""
-                    SELECT kid FROM tenant_signing_keys WHERE tenant_id = \(bind: tenantId) AND status = 'next'
-                    """).first(decodingColumn: "kid", as: String.self)
+                    SELECT \(Self.signingKeyColumns) FROM tenant_signing_keys WHERE tenant_id = \(bind: tenantId) AND status = 'next'
+                    """).first(decoding: SigningKeyRow.self)
                 // Demote first: at most one active key per tenant, checked per statement.
                 try await db.raw("""
                     UPDATE tenant_signing_keys SET status = 'grace', status_changed_at = \(bind: now)
                     WHERE tenant_id = \(bind: tenantId) AND status = 'active'
                     """).run()
-                let kid: String
-                if let next {
+                let promoted = next ?? newRow
+                if next != nil {
                     try await db.raw("""
                         UPDATE tenant_signing_keys SET status = 'active', status_changed_at = \(bind: now)
-                        WHERE tenant_id = \(bind: tenantId) AND kid = \(bind: next)
+                        WHERE tenant_id = \(bind: tenantId) AND kid = \(bind: promoted.kid)
                         """).run()
-                    kid = next
                 } else {
                     try await db.raw("""
                         INSERT INTO tenant_signing_keys (\(Self.signingKeyColumns))
-                        VALUES (\(bind: tenantId), \(bind: fresh.kid), \(bind: fresh.publicKey), \(bind: fresh.sealedPrivateKey), 'active', \(bind: now), \(bind: now))
+                        VALUES (\(bind: tenantId), \(bind: newRow.kid), \(bind: newRow.publicKey), \(bind: newRow.sealedPrivateKey), 'active', \(bind: now), \(bind: now))
                         """).run()
-                    kid = fresh.kid
                 }
-                try await Self.audit(db, at: now, actor: actor, action: "signing_key.rotate", tenantId: tenantId, target: kid, details: ["prepared": next != nil ? "yes" : "no"])
-                outcomes.append(RotationOutcome(tenantId: tenantId, kid: kid, promotedNext: next != nil))
+                try await Self.audit(db, at: now, actor: actor, action: "signing_key.rotate", tenantId: tenantId, target: promoted.kid, details: ["prepared": next != nil ? "yes" : "no"])
+                outcomes.append(RotationOutcome(tenantId: tenantId, kid: promoted.kid, publicKey: promoted.publicKey, promotedNext: next != nil))
             }
             return outcomes
         }
