@@ -116,7 +116,7 @@ base="http://127.0.0.1:$port"
 echo "== keylight serve on $base ($binary)"
 env -u KEYLIGHT_DATABASE_URL -u KEYLIGHT_MASTER_KEY -u KEYLIGHT_PUBLIC_URL -u KEYLIGHT_TRUSTED_PROXIES -u KEYLIGHT_STRIPE_API_BASE \
   KEYLIGHT_ADMIN_TOKEN="$ADMIN_TOKEN" \
-  "$binary" serve --host 127.0.0.1 --port "$port" --db "$work/keylight.sqlite" \
+  "$binary" serve --webhook-allow-private --host 127.0.0.1 --port "$port" --db "$work/keylight.sqlite" \
     --rate-limit-address 0 --rate-limit-license 0 \
     --webhook-poll-interval 86400 --stripe-api-base "http://127.0.0.1:$stripe_port" \
     --log-level warning >"$work/server.log" 2>&1 &
@@ -124,10 +124,10 @@ server_pid=$!
 healthy() { python3 -c 'import sys, urllib.request; urllib.request.urlopen(sys.argv[1] + "/healthz", timeout=2)' "$base" 2>/dev/null; }
 for _ in $(seq 300); do
   if healthy; then break; fi
-  if ! kill -0 "$server_pid" 2>/dev/null; then echo "CI: keylight serve exited:" >&2; cat "$work/server.log" >&2; exit 1; fi
+  if ! kill -0 "$server_pid" 2>/dev/null; then echo "CI: keylight serve --webhook-allow-private exited:" >&2; cat "$work/server.log" >&2; exit 1; fi
   sleep 0.1
 done
-healthy || { echo "CI: keylight serve did not answer /healthz within 30 s" >&2; exit 1; }
+healthy || { echo "CI: keylight serve --webhook-allow-private did not answer /healthz within 30 s" >&2; exit 1; }
 
 # ---------------------------------------------------------------- seed
 cat > "$work/seed.py" <<'PY'
@@ -338,7 +338,7 @@ if [ "$status" = 124 ] || [ "$status" = 137 ]; then
   echo "CI: schemathesis did not finish within ${SCHEMATHESIS_TIMEOUT:-300} s" >&2
 fi
 if ! kill -0 "$server_pid" 2>/dev/null; then
-  echo "CI: keylight serve died during the run" >&2
+  echo "CI: keylight serve --webhook-allow-private died during the run" >&2
   status=1
 fi
 exit "$status"

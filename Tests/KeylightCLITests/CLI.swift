@@ -51,6 +51,27 @@ enum CLI {
 
 extension CLI {
     /// The package's root directory (this file is Tests/KeylightCLITests/CLI.swift).
+    /// Runs a Python script of the package (`Tests/…/x.py`) with extra environment; a script
+    /// that hangs is terminated after `limit` (and then fails on its status).
+    static func python(_ script: String, environment extra: [String: String], limit: Duration) async throws -> (status: Int32, output: String) {
+        let process = Process()
+        process.executableURL = URL(fileURLWithPath: "/usr/bin/env")
+        process.arguments = ["python3", packageRoot.appendingPathComponent(script).path]
+        process.environment = ProcessInfo.processInfo.environment.merging(extra) { $1 }
+        let output = Pipe()
+        process.standardOutput = output
+        process.standardError = output
+        try process.run()
+        let watchdog = Task {
+            try await Task.sleep(for: limit)
+            if process.isRunning { process.terminate() }
+        }
+        let text = String(decoding: output.fileHandleForReading.readDataToEndOfFile(), as: UTF8.self)
+        process.waitUntilExit()
+        watchdog.cancel()
+        return (process.terminationStatus, text)
+    }
+
     static var packageRoot: URL {
         URL(fileURLWithPath: #filePath).deletingLastPathComponent().deletingLastPathComponent().deletingLastPathComponent()
     }

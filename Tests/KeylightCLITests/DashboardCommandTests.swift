@@ -34,29 +34,12 @@ import Testing
         let user = try CLI.run(["admin", "create-user", "--db", database, "--email", "dev@example.com"], stdin: Data((password + "\n").utf8))
         #expect(user.status == 0)
         let server = try await ServerProcess(database: database, environment: ["KEYLIGHT_ADMIN_TOKEN": "browser-test-token"])
-        let script = CLI.packageRoot.appendingPathComponent("Tests/Browser/dashboard_flow.py")
-        let process = Process()
-        process.executableURL = URL(fileURLWithPath: "/usr/bin/env")
-        process.arguments = ["python3", script.path]
-        var environment = ProcessInfo.processInfo.environment
-        environment["KEYLIGHT_URL"] = "http://127.0.0.1:\(server.port)"
-        environment["KEYLIGHT_EMAIL"] = "dev@example.com"
-        environment["KEYLIGHT_PASSWORD"] = password
-        process.environment = environment
-        let output = Pipe()
-        process.standardOutput = output
-        process.standardError = output
-        try process.run()
         // A browser that hangs must fail the test, not stall the run.
-        let watchdog = Task {
-            try await Task.sleep(for: .seconds(240))
-            if process.isRunning { process.terminate() }
-        }
-        let text = String(decoding: output.fileHandleForReading.readDataToEndOfFile(), as: UTF8.self)
-        process.waitUntilExit()
-        watchdog.cancel()
+        let (status, text) = try await CLI.python("Tests/Browser/dashboard_flow.py", environment: [
+            "KEYLIGHT_URL": "http://127.0.0.1:\(server.port)", "KEYLIGHT_EMAIL": "dev@example.com", "KEYLIGHT_PASSWORD": password,
+        ], limit: .seconds(240))
         _ = await server.terminate()
-        #expect(process.terminationStatus == 0, "\(text)")
+        #expect(status == 0, "\(text)")
         #expect(text.contains("ok: the audit log shows the revocation by this user"), "\(text)")
     }
 }

@@ -31,6 +31,8 @@ final class LiveServer: @unchecked Sendable {
         configuration.port = 0
         configuration.adminToken = Self.adminToken
         configuration.limits = .unlimited
+        // The webhook receivers of these tests listen on loopback.
+        configuration.webhookAllowPrivate = true
         configure(&configuration)
         let (ports, continuation) = AsyncStream.makeStream(of: Int.self)
         let server = try await buildApplication(configuration: configuration, logger: logger) { channel in
@@ -56,12 +58,12 @@ final class LiveServer: @unchecked Sendable {
     }
 
     /// Any route, with an optional bearer token and extra headers; answers the status and the JSON body.
-    func call(_ method: String, _ path: String, _ body: [String: Any]? = nil, raw: Data? = nil, bearer: String? = nil, headers: [String: String] = [:]) async throws -> (status: Int, json: [String: Any]) {
+    func call(_ method: String, _ path: String, _ body: [String: Any]? = nil, raw: Data? = nil, bearer: String? = nil, headers: [String: String] = [:]) async throws -> (status: Int, json: [String: Any], headers: [String: String]) {
         var all = ["Content-Type": "application/json"].merging(headers) { $1 }
         if let bearer { all["Authorization"] = "Bearer \(bearer)" }
         let data = try raw ?? body.map { try JSONSerialization.data(withJSONObject: $0) }
         let response = try await URLSessionTransport(baseURL: url).send(TransportRequest(method: method, path: path, headers: all, body: data))
-        return (response.status, (try? JSONSerialization.jsonObject(with: response.body) as? [String: Any]) ?? [:])
+        return (response.status, (try? JSONSerialization.jsonObject(with: response.body) as? [String: Any]) ?? [:], response.headers)
     }
 
     /// The tenant keyset (protocol 6.1), as an app build pins it: next, active and grace keys.

@@ -48,8 +48,12 @@ import Testing
             "id": "evt_e2e_paid", "object": "event", "type": "checkout.session.completed",
             "data": ["object": [
                 "id": "cs_test_e2e", "object": "checkout.session", "customer": "cus_e2e", "payment_intent": "pi_e2e",
+                "payment_status": "paid", "success_url": form["success_url"] ?? "",
                 "customer_details": ["email": form["customer_email"] ?? ""],
-                "metadata": ["product_id": form["metadata[product_id]"] ?? "", "key_type_id": form["metadata[key_type_id]"] ?? ""],
+                "metadata": [
+                    "tenant_id": form["metadata[tenant_id]"] ?? "",
+                    "product_id": form["metadata[product_id]"] ?? "", "key_type_id": form["metadata[key_type_id]"] ?? "",
+                ],
             ]],
         ])
         let now = Int64(Date().timeIntervalSince1970)
@@ -71,6 +75,13 @@ import Testing
         let data = try #require(request.json["data"] as? [String: Any])
         let licenseKey = try #require(data["license_key"] as? String)
         #expect((data["license"] as? [String: Any])?["customer_email"] as? String == "buyer@example.com")
+
+        // Stripe sends the buyer to the success page, which picks the same key up, once.
+        #expect(form["success_url"] == "https://shop.example/thanks?session={CHECKOUT_SESSION_ID}")
+        let pickup = try await server.call("GET", "/api/acme/checkout/cs_test_e2e/license", nil, headers: ["Origin": "https://shop.example"])
+        #expect(pickup.status == 200 && pickup.json["license_key"] as? String == licenseKey)
+        #expect(pickup.headers["access-control-allow-origin"] == "https://shop.example")
+        #expect(try await server.call("GET", "/api/acme/checkout/cs_test_e2e/license", nil).status == 410)
 
         // The customer pastes the key from the developer's email into the app.
         let manager = EndToEndTests.manager(server, sdkKey: seed.sdkKey, store: EndToEndTests.store(), trusted: try await server.keyset())

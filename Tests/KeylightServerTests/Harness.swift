@@ -51,6 +51,8 @@ struct Harness {
         configuration.touchFlushInterval = .milliseconds(50)
         // Tests deliver webhooks by calling the dispatcher themselves, with the test clock.
         configuration.webhookPollInterval = .seconds(3_600)
+        // Receivers in tests listen on loopback; one test turns this off to see the refusal.
+        configuration.webhookAllowPrivate = true
         // The lowest bcrypt cost: dashboard sign-ins in tests should not take 0.2 s each.
         configuration.bcryptCost = 4
     }

@@ -169,9 +169,17 @@ import Testing
         #expect(try await db.sql.raw("SELECT instance_id FROM keyless_installs").all(decodingColumn: "instance_id", as: String.self) == ["k1"])
         #expect(try await db.settingCreatingIfAbsent("x", value: "1") == ("1", true))
         #expect(try await db.settingCreatingIfAbsent("x", value: "2") == ("1", false))
-        try await db.setStripeSettings(tenantId: "acme", sealedWebhookSecret: "sealed-1", sealedSecretKey: nil, now: Self.now, actor: .adminToken)
-        try await db.setStripeSettings(tenantId: "acme", sealedWebhookSecret: "sealed-2", sealedSecretKey: "s", now: Self.now, actor: .adminToken)
+        // Nothing stored and no webhook secret: nothing to keep, nothing written.
+        #expect(try await db.setStripeSettings(tenantId: "acme", sealedWebhookSecret: nil, secretKey: .set("s0"), now: Self.now, actor: .adminToken) == false)
+        #expect(try await db.stripeSettings(tenantId: "acme") == nil)
+        #expect(try await db.setStripeSettings(tenantId: "acme", sealedWebhookSecret: "sealed-1", secretKey: .set("s"), now: Self.now, actor: .adminToken))
+        // A nil webhook secret and .keep leave both stored values alone.
+        #expect(try await db.setStripeSettings(tenantId: "acme", sealedWebhookSecret: "sealed-2", secretKey: .keep, now: Self.now, actor: .adminToken))
         #expect(try await db.stripeSettings(tenantId: "acme")?.sealedWebhookSecret == "sealed-2")
+        #expect(try await db.stripeSettings(tenantId: "acme")?.sealedSecretKey == "s")
+        #expect(try await db.setStripeSettings(tenantId: "acme", sealedWebhookSecret: nil, secretKey: .remove, now: Self.now, actor: .adminToken))
+        #expect(try await db.stripeSettings(tenantId: "acme")?.sealedWebhookSecret == "sealed-2")
+        #expect(try await db.stripeSettings(tenantId: "acme")?.sealedSecretKey == nil)
         await db.close()
     }
 

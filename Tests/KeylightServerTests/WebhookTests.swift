@@ -207,7 +207,11 @@ import Testing
 
             let delivery = try await Self.delivery(client)
             #expect(delivery.status == .delivered && delivery.attempts == 6 && delivery.lastStatusCode == 200)
-            #expect(delivery.sealedPayload == nil)  // the raw key is gone once delivered
+            // The sealed event (with the raw key) stays for redelivery, then the purge drops it.
+            #expect(delivery.sealedPayload != nil)
+            #expect(try await client.database.purgeDeliveryPayloads(finishedBefore: try #require(delivery.finishedAt)) == 0)
+            #expect(try await client.database.purgeDeliveryPayloads(finishedBefore: try #require(delivery.finishedAt) + 1) == 1)
+            #expect(try await Self.delivery(client).sealedPayload == nil)
             #expect(try #require(delivery.finishedAt) - created < 2 * 3_600 * 6)
             let listed = try await client.admin(.get, "/tenants/acme/webhooks/\(delivery.endpointId)/deliveries")
             let rows = try #require(listed["deliveries"] as? [[String: Any]])
@@ -236,7 +240,7 @@ import Testing
                 harness.clock.advance(by: delivery.nextAttemptAt - harness.clock.unixSeconds)
             }
             let delivery = try await Self.delivery(client)
-            #expect(delivery.status == .failed && delivery.lastStatusCode == 503 && delivery.sealedPayload == nil)
+            #expect(delivery.status == .failed && delivery.lastStatusCode == 503 && delivery.sealedPayload != nil)
             #expect((14...20).contains(delivery.attempts), "\(delivery.attempts) attempts")
             #expect(receiver.requests.count == delivery.attempts)
             #expect(harness.clock.unixSeconds - created <= 2 * 86_400)
@@ -277,7 +281,8 @@ import Testing
             let endpoint = try #require(try await client.database.webhookEndpoint(tenantId: "acme", id: gone.id))
             #expect(!endpoint.enabled && endpoint.disabledReason?.contains("410") == true)
             let rows = try await client.database.webhookDeliveries(tenantId: "acme", endpointId: gone.id, limit: 10)
-            #expect(rows.count == 2 && rows.allSatisfy { $0.status == .stopped && $0.sealedPayload == nil })
+            // Stopped, with the sealed event kept (for redelivery once the receiver is back).
+            #expect(rows.count == 2 && rows.allSatisfy { $0.status == .stopped && $0.sealedPayload != nil })
             // Later events skip the disabled endpoint entirely.
             let before = receiver.requests.count
             _ = try await client.mint(seed)

@@ -71,6 +71,9 @@ struct ServeCommand: AsyncParsableCommand {
     @Option(help: "Seconds between checks for due outbound webhook deliveries.")
     var webhookPollInterval = 2
 
+    @Flag(help: "Let webhook endpoints be loopback, private, link-local or other non-public addresses (also KEYLIGHT_WEBHOOK_ALLOW_PRIVATE=1). For development and tests only.")
+    var webhookAllowPrivate = false
+
     @Option(help: "Seconds a client may take to send one whole request; a slower one is answered 408 or closed.")
     var requestTimeout = 30
 
@@ -108,6 +111,7 @@ struct ServeCommand: AsyncParsableCommand {
         configuration.poolSize = poolSize
         configuration.keyRefreshInterval = .seconds(max(1, keyRefreshInterval))
         configuration.webhookPollInterval = .seconds(max(1, webhookPollInterval))
+        configuration.webhookAllowPrivate = webhookAllowPrivate || environment["KEYLIGHT_WEBHOOK_ALLOW_PRIVATE"] == "1"
         if let url = publicURL ?? environment["KEYLIGHT_PUBLIC_URL"].flatMap({ $0.isEmpty ? nil : $0 }) {
             guard let parsed = URL(string: url), parsed.scheme == "https" || parsed.scheme == "http", parsed.host != nil else {
                 Standard.error("keylight: error: --public-url must be an http(s) URL")

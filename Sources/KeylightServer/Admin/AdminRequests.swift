@@ -39,9 +39,28 @@ struct CreateLicenseRequest: Decodable {
     var expires_at: Int64?
 }
 
+/// `PUT /admin/v1/tenants/{t}/stripe`. A field that is absent or blank keeps what is stored
+/// (a form that changes only one secret never erases the other); `"secret_key": null` removes
+/// the secret key.
 struct StripeSettingsRequest: Decodable {
     var webhook_secret: String?
-    var secret_key: String?
+    /// Absent: keep; null: remove; a value: replace.
+    var secret_key: String??
+
+    enum CodingKeys: String, CodingKey { case webhook_secret, secret_key }
+
+    init(webhookSecret: String?, secretKey: String??) {
+        webhook_secret = webhookSecret
+        secret_key = secretKey
+    }
+
+    init(from decoder: any Decoder) throws {
+        let container = try decoder.container(keyedBy: CodingKeys.self)
+        webhook_secret = try container.decodeIfPresent(String.self, forKey: .webhook_secret)
+        if container.contains(.secret_key) {
+            secret_key = .some(try container.decodeNil(forKey: .secret_key) ? nil : try container.decode(String.self, forKey: .secret_key))
+        }
+    }
 }
 
 extension Field {

@@ -224,3 +224,26 @@ struct WebhookDeliveryBody: Encodable {
         finished_at = delivery.finishedAt
     }
 }
+
+/// A received Stripe event (`GET …/stripe/events`).
+struct StripeEventBody: Encodable {
+    var id: String
+    var type: String
+    var outcome: String
+    var attempts: Int
+    @ExplicitNull var event_created: Int64?
+    var received_at: Int64
+    var updated_at: Int64
+    var retryable: Bool
+
+    init(_ record: StripeEventRecord) {
+        id = record.id
+        type = record.type
+        outcome = record.outcome
+        attempts = record.attempts
+        event_created = record.eventCreated
+        received_at = record.receivedAt
+        updated_at = record.updatedAt
+        retryable = record.retryable
+    }
+}

@@ -108,6 +108,18 @@ struct AdminRoutes {
             try await service.setStripe(tenantId: try context.parameters.require("tenant"), try await decode(StripeSettingsRequest.self, request), actor: actor)
             return try JSONBody.response(OKBody())
         }
+        admin.get("/tenants/:tenant/stripe/events") { request, context in
+            let limit = try Self.pageLimit(request.uri.queryParameters.get("limit"), default: 50)
+            let events = try await service.stripeEvents(
+                tenantId: try context.parameters.require("tenant"), outcome: request.uri.queryParameters.get("outcome").map { String($0) }, limit: limit
+            )
+            return try JSONBody.response(["events": events.map(StripeEventBody.init)])
+        }
+        admin.post("/tenants/:tenant/stripe/events/:id/retry") { _, context in
+            let id = try context.parameters.require("id")
+            let outcome = try await service.retryStripeEvent(tenantId: try context.parameters.require("tenant"), id: id, actor: actor)
+            return try JSONBody.response(["id": id, "outcome": outcome.rawValue])
+        }
         admin.patch("/tenants/:tenant/products/:product/key-types/:id") { request, context in
             let keyType = try await service.updateKeyType(
                 tenantId: try context.parameters.require("tenant"), productId: try context.parameters.require("product"),
@@ -143,6 +155,13 @@ struct AdminRoutes {
             let limit = try Self.pageLimit(request.uri.queryParameters.get("limit"), default: 50)
             let deliveries = try await service.database.webhookDeliveries(tenantId: endpoint.tenantId, endpointId: endpoint.id, limit: limit)
             return try JSONBody.response(["deliveries": deliveries.map(WebhookDeliveryBody.init)])
+        }
+        admin.post("/tenants/:tenant/webhooks/:id/deliveries/:delivery/redeliver") { _, context in
+            let delivery = try await service.redeliver(
+                tenantId: try context.parameters.require("tenant"), endpointId: try context.parameters.require("id"),
+                deliveryId: try context.parameters.require("delivery"), actor: actor
+            )
+            return try JSONBody.response(WebhookDeliveryBody(delivery), status: .accepted)
         }
         // Protocol 6.2: each tenant's keys.
         admin.post("/tenants/:tenant/signing-keys/prepare") { _, context in

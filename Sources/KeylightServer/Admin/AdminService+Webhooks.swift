@@ -41,7 +41,7 @@ extension AdminService {
     /// Registers an endpoint and creates its signing secret, returned here only.
     func createWebhookEndpoint(tenantId: String, _ body: CreateWebhookEndpointRequest, actor: Actor) async throws -> (WebhookEndpoint, secret: String) {
         _ = try await requireTenant(tenantId)
-        let url = try Self.webhookURL(body.url)
+        let url = try Self.webhookURL(body.url, policy: addressPolicy)
         let types = try Self.eventTypes(body.events)
         guard try await database.webhookEndpoints(tenantId: tenantId).count < Self.maxEndpointsPerTenant else {
             throw APIError.conflict("A tenant can have at most \(Self.maxEndpointsPerTenant) webhook endpoints.")
@@ -82,11 +82,24 @@ extension AdminService {
         }
     }
 
+    /// Sends a delivery's event again (`POST …/deliveries/{delivery}/redeliver`).
+    func redeliver(tenantId: String, endpointId: String, deliveryId: String, actor: Actor) async throws -> WebhookDelivery {
+        _ = try await webhookEndpoint(tenantId: tenantId, id: endpointId)
+        guard deliveryId.utf8.count <= 255 else { throw APIError.notFound("Webhook delivery") }
+        switch try await database.redeliver(tenantId: tenantId, endpointId: endpointId, deliveryId: deliveryId, now: clock.unixSeconds, actor: actor) {
+        case .scheduled(let delivery): return delivery
+        case .notFound: throw APIError.notFound("Webhook delivery")
+        case .endpointDisabled: throw APIError.conflict("The endpoint is disabled; enable it before redelivering.")
+        case .payloadExpired: throw APIError.conflict("This delivery's event is no longer kept (events are kept for \(WebhookDispatcher.payloadRetentionDays) days after delivery ends).")
+        case .inFlight: throw APIError.conflict("This delivery is being attempted now.")
+        }
+    }
+
     /// https anywhere; plain http only to this machine (local receivers in development and tests),
     /// so signed events and raw license keys never cross a network in clear.
     static let loopbackNetworks = [IPNetwork("127.0.0.0/8")!, IPNetwork("::1/128")!]
 
-    static func webhookURL(_ value: String?) throws(APIError) -> String {
+    static func webhookURL(_ value: String?, policy: AddressPolicy) throws(APIError) -> String {
         let text = try Field.required(value, "url", max: 2_048)
         guard let components = URLComponents(string: text), let scheme = components.scheme?.lowercased(),
               let host = components.host?.lowercased(), !host.isEmpty, components.user == nil, components.password == nil else {
@@ -102,6 +115,13 @@ extension AdminService {
         let loopback = host == "localhost" || IPAddress(literal).map { address in Self.loopbackNetworks.contains { $0.contains(address) } } == true
         guard scheme == "https" || (scheme == "http" && loopback) else {
             throw APIError.invalidRequest("Field url must use https (plain http is allowed only to localhost).")
+        }
+        // Names are checked when each delivery resolves them; a literal can be refused now.
+        if let address = IPAddress(literal), let kind = policy.refusal(address) {
+            throw APIError.invalidRequest("Field url is a \(kind) address; webhooks go only to public addresses (unless the server runs with --webhook-allow-private).")
+        }
+        if host == "localhost", !policy.allowPrivate {
+            throw APIError.invalidRequest("Field url is this machine; webhooks go only to public addresses (unless the server runs with --webhook-allow-private).")
         }
         return text
     }

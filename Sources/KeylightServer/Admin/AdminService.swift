@@ -11,8 +11,12 @@ final class AdminService: Sendable {
     let clock: any WallClock
     let licensing: LicensingService
     let signer: ResponseSigner
+    /// Which webhook endpoint addresses are accepted (literal addresses are checked at
+    /// registration, names at every delivery).
+    let addressPolicy: AddressPolicy
 
-    init(database: Database, keyRing: KeyRing, sealer: SecretSealer, clock: any WallClock, licensing: LicensingService, signer: ResponseSigner) {
+    init(database: Database, keyRing: KeyRing, sealer: SecretSealer, clock: any WallClock, licensing: LicensingService, signer: ResponseSigner, addressPolicy: AddressPolicy = .publicOnly) {
+        self.addressPolicy = addressPolicy
         self.database = database
         self.keyRing = keyRing
         self.sealer = sealer
@@ -198,14 +202,26 @@ final class AdminService: Sendable {
 
     func setStripe(tenantId: String, _ body: StripeSettingsRequest, actor: Actor) async throws {
         _ = try await requireTenant(tenantId)
-        let webhookSecret = try Field.required(body.webhook_secret, "webhook_secret", max: 256)
-        let secretKey = try Field.optional(body.secret_key, "secret_key", max: 256)
-        try await database.setStripeSettings(
+        let webhookSecret = try Field.optional(body.webhook_secret.flatMap { $0.isEmpty ? nil : $0 }, "webhook_secret", max: 256)
+        let secretKey: StripeSecretChange
+        switch body.secret_key {
+        case .none: secretKey = .keep
+        case .some(.none): secretKey = .remove
+        case .some(.some(let value)):
+            if value.isEmpty {
+                secretKey = .keep
+            } else {
+                let key = try Field.required(value, "secret_key", max: 256)
+                secretKey = .set(try sealer.seal(Data(key.utf8), context: StripeSealing.secretKey(tenantId: tenantId)))
+            }
+        }
+        guard try await database.setStripeSettings(
             tenantId: tenantId,
-            sealedWebhookSecret: try sealer.seal(Data(webhookSecret.utf8), context: "keylight.stripe.webhook.\(tenantId)"),
-            sealedSecretKey: try secretKey.map { try sealer.seal(Data($0.utf8), context: "keylight.stripe.secret.\(tenantId)") },
-            now: clock.unixSeconds, actor: actor
-        )
+            sealedWebhookSecret: try webhookSecret.map { try sealer.seal(Data($0.utf8), context: StripeSealing.webhookSecret(tenantId: tenantId)) },
+            secretKey: secretKey, now: clock.unixSeconds, actor: actor
+        ) else {
+            throw APIError.invalidRequest("Missing field webhook_secret (required until one is stored).")
+        }
     }
 
     // MARK: Signing keys (protocol 6.2)

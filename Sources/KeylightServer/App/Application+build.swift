@@ -94,20 +94,26 @@ func assemble(
     let licensing = LicensingService(database: database, keyRing: keyRing, clock: clock, touches: touches, metrics: metrics, licenseLimit: configuration.limits.perLicense)
     let signer = ResponseSigner(database: database, keyRing: keyRing, sealer: sealer, clock: clock)
     try await signer.refresh()
-    let admin = AdminService(database: database, keyRing: keyRing, sealer: sealer, clock: clock, licensing: licensing, signer: signer)
+    let addressPolicy = AddressPolicy(allowPrivate: configuration.webhookAllowPrivate)
+    let admin = AdminService(database: database, keyRing: keyRing, sealer: sealer, clock: clock, licensing: licensing, signer: signer, addressPolicy: addressPolicy)
 
-    // One outbound client for webhooks and Stripe; redirects are answers, not instructions.
+    // One outbound client for Stripe (webhook deliveries make their own, see the transport);
+    // redirects are answers, not instructions.
     let httpClient = HTTPClient(
         eventLoopGroup: HTTPClient.defaultEventLoopGroup,
         configuration: .init(redirectConfiguration: .disallow, timeout: .init(connect: .seconds(10), read: .seconds(30))),
         backgroundActivityLogger: logger
     )
-    let webhooks = WebhookDispatcher(
-        database: database, sealer: sealer, transport: HTTPClientWebhookTransport(client: httpClient),
+    var webhooks = WebhookDispatcher(
+        database: database, sealer: sealer,
+        transport: HTTPClientWebhookTransport(eventLoopGroup: HTTPClient.defaultEventLoopGroup, resolver: configuration.webhookResolver, policy: addressPolicy),
         clock: clock, logger: logger
     )
+    webhooks.requestTimeout = configuration.webhookTimeout
+    webhooks.pollInterval = configuration.webhookPollInterval
     let checkout = CheckoutService(
-        database: database, sealer: sealer, stripe: StripeHTTPAPI(client: httpClient, baseURL: configuration.stripeAPIBaseURL, timeout: configuration.stripeRequestTimeout), logger: logger
+        database: database, sealer: sealer, stripe: StripeHTTPAPI(client: httpClient, baseURL: configuration.stripeAPIBaseURL, timeout: configuration.stripeRequestTimeout),
+        clock: clock, logger: logger
     )
     let hasher = PasswordHasher(threads: configuration.passwordHashThreads, capacity: configuration.passwordHashQueue)
     var accounts = DashboardAccounts(database: database, hasher: hasher, clock: clock)
@@ -134,11 +140,13 @@ func assemble(
             PeriodicService.refreshing(keyRing, every: configuration.keyRefreshInterval, logger: logger),
             PeriodicService.rotating(signer, every: configuration.keyRefreshInterval, logger: logger),
             PeriodicService.flushing(touches, to: database, every: configuration.touchFlushInterval, unwritten: unwritten, logger: logger),
-            PeriodicService.delivering(webhooks, every: configuration.webhookPollInterval, logger: logger),
+            webhooks,
             AtShutdown { await hasher.shutdown() },
             PeriodicService(interval: .seconds(600), tick: {
                 _ = try? await sessions.purgeExpired()
                 _ = try? await database.pruneKeyless(seenBefore: clock.unixSeconds - configuration.keylessRetentionDays * 86_400)
+                _ = try? await database.purgeDeliveryPayloads(finishedBefore: clock.unixSeconds - WebhookDispatcher.payloadRetentionDays * 86_400)
+                _ = try? await database.purgeUncollectedCheckoutKeys(mintedBefore: clock.unixSeconds - checkout.pickupWindow)
             }),
         ],
         onServerRunning: onServerRunning,

@@ -55,6 +55,14 @@ public struct ServerConfiguration: Sendable {
     public var clock: any WallClock = SystemWallClock()
     /// How often the outbox is checked for due webhook deliveries.
     public var webhookPollInterval: Duration = .seconds(2)
+    /// Lets webhook endpoints be loopback, private, link-local or other non-public addresses
+    /// (`--webhook-allow-private`, `KEYLIGHT_WEBHOOK_ALLOW_PRIVATE=1`): for development and
+    /// tests only, since an endpoint could otherwise make the server call its own network.
+    public var webhookAllowPrivate = false
+    /// The total deadline of one webhook attempt (connect, head and body).
+    public var webhookTimeout: Duration = .seconds(15)
+    /// Resolves webhook hosts at delivery time (tests inject answers).
+    var webhookResolver: any HostResolver = SystemHostResolver()
     /// The server's public URL (`https://licenses.example.com`), for the dashboard's Swift
     /// snippet; an https URL also marks dashboard cookies `Secure`.
     public var publicURL: String?

@@ -146,7 +146,9 @@ struct DashboardRoutes: Sendable {
         dash.post("/t/:tenant/stripe") { request, context -> Response in
             let tenant = context.parameters.get("tenant") ?? ""
             return await guarded(request, context, post: true, back: "/dashboard/t/\(tenant)") { form, user in
-                try await admin.setStripe(tenantId: tenant, StripeSettingsRequest(webhook_secret: form["webhook_secret"], secret_key: form["secret_key"]), actor: user.actor)
+                // Blank fields keep what is stored; only the box removes the secret key.
+                let secretKey: String?? = form["remove_secret_key"] == "on" ? .some(nil) : form["secret_key"].map { .some($0) } ?? .none
+                try await admin.setStripe(tenantId: tenant, StripeSettingsRequest(webhookSecret: form["webhook_secret"], secretKey: secretKey), actor: user.actor)
                 flash(context, "Stripe settings saved.")
                 return .redirect(to: "/dashboard/t/\(tenant)")
             }
@@ -170,6 +172,29 @@ struct DashboardRoutes: Sendable {
                 var view = try await tenantView(tenant, context, user)
                 view.newEndpointSecret = secret
                 return renderer.page("tenant", view)
+            }
+        }
+        dash.post("/t/:tenant/webhooks/:endpoint/deliveries/:delivery/redeliver") { request, context -> Response in
+            let tenant = context.parameters.get("tenant") ?? ""
+            return await guarded(request, context, post: true, back: "/dashboard/t/\(tenant)") { _, user in
+                let delivery = try await admin.redeliver(
+                    tenantId: tenant, endpointId: try context.parameters.require("endpoint"),
+                    deliveryId: try context.parameters.require("delivery"), actor: user.actor
+                )
+                flash(context, "Delivery \(delivery.id) scheduled.")
+                return .redirect(to: "/dashboard/t/\(tenant)")
+            }
+        }
+        dash.post("/t/:tenant/stripe/events/:event/retry") { request, context -> Response in
+            let tenant = context.parameters.get("tenant") ?? ""
+            return await guarded(request, context, post: true, back: "/dashboard/t/\(tenant)") { _, user in
+                let outcome = try await admin.retryStripeEvent(tenantId: tenant, id: try context.parameters.require("event"), actor: user.actor)
+                if outcome == .unknownProduct {
+                    flash(context, error: "The event still names a product or key type this tenant does not have.")
+                } else {
+                    flash(context, "Stripe event applied: \(outcome.rawValue).")
+                }
+                return .redirect(to: "/dashboard/t/\(tenant)")
             }
         }
         dash.post("/t/:tenant/webhooks/:endpoint/:action") { request, context -> Response in
@@ -198,6 +223,7 @@ struct DashboardRoutes: Sendable {
         let endpoints = try await admin.database.webhookEndpoints(tenantId: tenant.id)
         let urls = Dictionary(endpoints.map { ($0.id, $0.url) }, uniquingKeysWith: { first, _ in first })
         let deliveries = try await admin.database.webhookDeliveries(tenantId: tenant.id, limit: 20)
+        let unapplied = try await admin.database.stripeEvents(tenantId: tenant.id, outcome: StripeOutcome.unknownProduct.rawValue, limit: 20)
         return TenantView(
             chrome: chrome(tenant.name, context, user: user),
             tenant: tenant,
@@ -210,11 +236,16 @@ struct DashboardRoutes: Sendable {
                             disabledReason: $0.disabledReason, created: DashboardFormat.time($0.createdAt))
             },
             deliveries: deliveries.map {
-                DeliveryRow(eventType: $0.eventType, eventId: $0.eventId, endpointURL: urls[$0.endpointId] ?? $0.endpointId, status: $0.status.rawValue,
+                DeliveryRow(id: $0.id, endpointId: $0.endpointId, canRedeliver: $0.status != .pending && $0.sealedPayload != nil,
+                            eventType: $0.eventType, eventId: $0.eventId, endpointURL: urls[$0.endpointId] ?? $0.endpointId, status: $0.status.rawValue,
                             attempts: $0.attempts, lastStatus: $0.lastStatusCode.map(String.init) ?? "—", lastError: $0.lastError,
                             created: DashboardFormat.time($0.createdAt), next: $0.status == .pending ? DashboardFormat.time($0.nextAttemptAt) : nil)
             },
-            eventTypes: WebhookEventType.allCases.map { EventTypeOption(name: $0.rawValue) }
+            eventTypes: WebhookEventType.allCases.map { EventTypeOption(name: $0.rawValue) },
+            unappliedStripeEvents: unapplied.map {
+                StripeEventRow(id: $0.id, type: $0.type, attempts: $0.attempts, received: DashboardFormat.time($0.receivedAt), retryable: $0.retryable)
+            },
+            hasUnappliedStripeEvents: !unapplied.isEmpty
         )
     }
 

@@ -82,6 +82,10 @@ struct EndpointRow: Sendable {
 }
 
 struct DeliveryRow: Sendable {
+    var id: String
+    var endpointId: String
+    /// Ended deliveries whose event is still kept can be sent again.
+    var canRedeliver: Bool
     var eventType: String
     var eventId: String
     var endpointURL: String
@@ -110,6 +114,18 @@ struct TenantView: Sendable {
     var endpoints: [EndpointRow]
     var deliveries: [DeliveryRow]
     var eventTypes: [EventTypeOption]
+    /// Stripe events that named a product or key type the tenant lacks: kept, retryable.
+    var unappliedStripeEvents: [StripeEventRow]
+    /// Stored, not computed: templates see stored properties only.
+    var hasUnappliedStripeEvents: Bool
+}
+
+struct StripeEventRow: Sendable {
+    var id: String
+    var type: String
+    var attempts: Int
+    var received: String
+    var retryable: Bool
 }
 
 struct KeyTypeRow: Sendable {

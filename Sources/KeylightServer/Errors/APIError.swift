@@ -40,6 +40,19 @@ public struct APIError: Error, Sendable, Hashable, CustomStringConvertible {
     public static func conflict(_ message: String) -> Self {
         Self(status: .conflict, code: "CONFLICT", message: message)
     }
+    /// A Stripe event names a product or key type the tenant lacks: answered non-2xx so Stripe
+    /// sends it again, and kept so it can be applied from the dashboard once Stripe stops.
+    public static let unknownProduct = Self(
+        status: .unprocessableContent, code: "UNKNOWN_PRODUCT",
+        message: "The event's metadata names a product or key type this tenant does not have; it is kept and applies when it is sent again."
+    )
+    /// A Checkout Session's delayed payment failed: no license.
+    public static let paymentFailed = Self(status: .init(code: 402, reasonPhrase: "Payment Required"), code: "PAYMENT_FAILED", message: "The payment for this checkout failed; no license was issued.")
+    /// The key of a Checkout Session is shown once, within 24 hours of the payment.
+    public static let licenseAlreadyPickedUp = Self(
+        status: .gone, code: "GONE",
+        message: "This license key was already shown, or more than 24 hours have passed; ask the seller for it."
+    )
     public static let internalError = Self(status: .internalServerError, code: "INTERNAL", message: "Internal server error.")
     public static let unavailable = Self(status: .serviceUnavailable, code: "UNAVAILABLE", message: "The database is unavailable; retry shortly.", retryAfter: 1)
     public static let methodNotAllowed = Self(status: .methodNotAllowed, code: "METHOD_NOT_ALLOWED", message: "Method not allowed.")

@@ -95,7 +95,10 @@ extension Database {
                 WHERE id = \(bind: grant.licenseId) AND active_instances < \(bind: grant.activationLimit)
                 RETURNING \(Self.licenseColumns)
                 """).first(decoding: License.self)
-            guard let reserved else { return .limitReached }
+            guard let reserved else {
+                try await Self.noteLimitReached(db, grant: grant, tenantId: tenantId, name: name, now: now, outbox: outbox)
+                return .limitReached
+            }
             try await db.raw("""
                 INSERT INTO instances (\(Self.instanceColumns)) VALUES (
                     \(bind: newInstanceId), \(bind: grant.licenseId), \(bind: name), \(bind: machineHash), \(bind: true),
@@ -115,6 +118,23 @@ extension Database {
             )), on: db)
             return .activated(instanceId: newInstanceId, grant: grant)
         }
+    }
+
+    /// Seconds between two `license.activation_limit_reached` events of one license: a device
+    /// retrying in a loop must not flood the developer's endpoint.
+    static let limitEventInterval: Int64 = 3_600
+
+    private static func noteLimitReached(_ db: any SQLDatabase, grant: LicenseGrant, tenantId: String, name: String, now: Int64, outbox: WebhookOutbox?) async throws {
+        guard let outbox else { return }
+        guard let license = try await db.raw("""
+            UPDATE licenses SET activation_limit_notified_at = \(bind: now)
+            WHERE id = \(bind: grant.licenseId)
+              AND (activation_limit_notified_at IS NULL OR activation_limit_notified_at <= \(bind: now - limitEventInterval))
+            RETURNING \(licenseColumns)
+            """).first(decoding: License.self) else { return }
+        try await outbox.enqueue(WebhookEvent(type: .activationLimitReached, tenantId: tenantId, at: now, data: .init(
+            license: license, activationLimit: grant.activationLimit, refusedInstanceName: name
+        )), on: db)
     }
 
     /// Frees an instance's slot. Idempotent: an inactive instance stays inactive.

@@ -58,6 +58,17 @@ public struct WebhookDelivery: Codable, Sendable, Hashable {
     }
 }
 
+/// What a redelivery request did.
+enum RedeliveryOutcome: Sendable {
+    case scheduled(WebhookDelivery)
+    case notFound
+    case endpointDisabled
+    /// The payload was dropped (deliveries keep theirs for 30 days after they end).
+    case payloadExpired
+    /// The delivery is being attempted right now.
+    case inFlight
+}
+
 /// How an attempt ended, as the dispatcher records it.
 enum DeliveryResult: Sendable, Equatable {
     case delivered(statusCode: Int)
@@ -126,7 +137,7 @@ extension Database {
             """).first(decoding: WebhookEndpoint.self) else { return nil }
         if !enabled {
             try await db.raw("""
-                UPDATE webhook_deliveries SET status = 'stopped', sealed_payload = NULL, finished_at = \(bind: now)
+                UPDATE webhook_deliveries SET status = 'stopped', finished_at = \(bind: now)
                 WHERE endpoint_id = \(bind: id) AND status = 'pending'
                 """).run()
         }
@@ -144,23 +155,85 @@ extension Database {
         return try await sql.raw(query).all(decoding: WebhookDelivery.self)
     }
 
-    /// Takes up to `limit` due deliveries for `lease` seconds, counting the attempt. A process
-    /// that dies mid-attempt loses only the lease: the delivery is due again when it lapses.
+    /// Takes up to `limit` due deliveries for `lease` seconds, counting the attempt: at most
+    /// `perEndpoint` of one endpoint, and none of an endpoint that still has an attempt in
+    /// flight, so a slow receiver holds up only its own deliveries. A process that dies
+    /// mid-attempt loses only the lease: the delivery is due again when it lapses.
     ///
     /// The lock conditions are repeated outside the subquery so that, where two processes race
     /// for the same row, the database re-checks them on the row the winner wrote and the loser
     /// skips it.
-    func claimDueDeliveries(now: Int64, limit: Int, lease: Int64) async throws -> [WebhookDelivery] {
+    func claimDueDeliveries(now: Int64, limit: Int, perEndpoint: Int, lease: Int64) async throws -> [WebhookDelivery] {
         try await write { db in
             try await db.raw("""
                 UPDATE webhook_deliveries SET locked_until = \(bind: now + lease), attempts = attempts + 1, last_attempt_at = \(bind: now)
                 WHERE id IN (
-                    SELECT id FROM webhook_deliveries
-                    WHERE status = 'pending' AND next_attempt_at <= \(bind: now) AND locked_until <= \(bind: now)
+                    SELECT id FROM (
+                        SELECT d.id, d.next_attempt_at,
+                               ROW_NUMBER() OVER (PARTITION BY d.endpoint_id ORDER BY d.next_attempt_at, d.id) AS place
+                        FROM webhook_deliveries d
+                        WHERE d.status = 'pending' AND d.next_attempt_at <= \(bind: now) AND d.locked_until <= \(bind: now)
+                          AND NOT EXISTS (
+                              SELECT 1 FROM webhook_deliveries busy
+                              WHERE busy.endpoint_id = d.endpoint_id AND busy.status = 'pending' AND busy.locked_until > \(bind: now))
+                    ) due
+                    WHERE place <= \(literal: perEndpoint)
                     ORDER BY next_attempt_at LIMIT \(literal: limit)
                 ) AND status = 'pending' AND locked_until <= \(bind: now)
                 RETURNING \(Self.deliveryColumns)
                 """).all(decoding: WebhookDelivery.self)
+        }
+    }
+
+    /// Sends a delivery's event to its endpoint again, as a new delivery with its own retry
+    /// window; a pending one that is not in flight is simply made due now.
+    func redeliver(tenantId: String, endpointId: String, deliveryId: String, now: Int64, actor: Actor) async throws -> RedeliveryOutcome {
+        let lock = lockRows(of: "webhook_deliveries")
+        return try await write { db in
+            guard let source = try await db.raw("""
+                SELECT \(Self.deliveryColumns) FROM webhook_deliveries
+                WHERE id = \(bind: deliveryId) AND tenant_id = \(bind: tenantId) AND endpoint_id = \(bind: endpointId)\(lock)
+                """).first(decoding: WebhookDelivery.self) else { return .notFound }
+            guard let endpoint = try await db.raw("SELECT \(Self.endpointColumns) FROM webhook_endpoints WHERE id = \(bind: endpointId)")
+                .first(decoding: WebhookEndpoint.self), endpoint.enabled else { return .endpointDisabled }
+            guard let payload = source.sealedPayload else { return .payloadExpired }
+            let delivery: WebhookDelivery?
+            if source.status == .pending {
+                delivery = try await db.raw("""
+                    UPDATE webhook_deliveries SET next_attempt_at = \(bind: now)
+                    WHERE id = \(bind: deliveryId) AND status = 'pending' AND locked_until <= \(bind: now)
+                    RETURNING \(Self.deliveryColumns)
+                    """).first(decoding: WebhookDelivery.self)
+                guard delivery != nil else { return .inFlight }
+            } else {
+                let previous = try await db.raw("""
+                    SELECT COUNT(*) AS n FROM webhook_deliveries WHERE event_id = \(bind: source.eventId) AND endpoint_id = \(bind: endpointId)
+                    """).first(decodingColumn: "n", as: Int.self) ?? 1
+                let id = "\(source.eventId):\(endpointId):\(previous + 1)"
+                delivery = try await db.raw("""
+                    INSERT INTO webhook_deliveries (id, endpoint_id, tenant_id, event_id, event_type, sealed_payload, status, attempts, next_attempt_at, locked_until, created_at)
+                    VALUES (\(bind: id), \(bind: endpointId), \(bind: tenantId), \(bind: source.eventId), \(bind: source.eventType), \(bind: payload),
+                            'pending', 0, \(bind: now), 0, \(bind: now))
+                    RETURNING \(Self.deliveryColumns)
+                    """).first(decoding: WebhookDelivery.self)
+            }
+            guard let delivery else { return .notFound }
+            try await Self.audit(db, at: now, actor: actor, action: "webhook_delivery.redeliver", tenantId: tenantId, target: delivery.id, details: [
+                "endpoint_id": endpointId, "event_id": source.eventId, "from": deliveryId,
+            ])
+            return .scheduled(delivery)
+        }
+    }
+
+    /// Drops the payloads of deliveries that ended before `cutoff` (they can no longer be
+    /// redelivered); returns how many.
+    @discardableResult
+    func purgeDeliveryPayloads(finishedBefore cutoff: Int64) async throws -> Int {
+        try await write { db in
+            try await db.raw("""
+                UPDATE webhook_deliveries SET sealed_payload = NULL
+                WHERE status <> 'pending' AND sealed_payload IS NOT NULL AND finished_at < \(bind: cutoff) RETURNING id
+                """).all().count
         }
     }
 
@@ -170,32 +243,32 @@ extension Database {
             switch result {
             case .delivered(let code):
                 try await db.raw("""
-                    UPDATE webhook_deliveries SET status = 'delivered', sealed_payload = NULL, last_status_code = \(bind: code), last_error = NULL,
+                    UPDATE webhook_deliveries SET status = 'delivered', last_status_code = \(bind: code), last_error = NULL,
                         finished_at = \(bind: now), locked_until = 0
-                    WHERE id = \(bind: delivery.id)
+                    WHERE id = \(bind: delivery.id) AND attempts = \(bind: delivery.attempts)
                     """).run()
             case .retry(let at, let code, let error):
                 try await db.raw("""
                     UPDATE webhook_deliveries SET next_attempt_at = \(bind: at), locked_until = 0, last_status_code = \(bind: code), last_error = \(bind: error)
-                    WHERE id = \(bind: delivery.id) AND status = 'pending'
+                    WHERE id = \(bind: delivery.id) AND status = 'pending' AND attempts = \(bind: delivery.attempts)
                     """).run()
             case .failed(let code, let error):
                 try await db.raw("""
-                    UPDATE webhook_deliveries SET status = 'failed', sealed_payload = NULL, last_status_code = \(bind: code), last_error = \(bind: error),
+                    UPDATE webhook_deliveries SET status = 'failed', last_status_code = \(bind: code), last_error = \(bind: error),
                         finished_at = \(bind: now), locked_until = 0
-                    WHERE id = \(bind: delivery.id)
+                    WHERE id = \(bind: delivery.id) AND attempts = \(bind: delivery.attempts)
                     """).run()
             case .gone:
                 try await db.raw("""
-                    UPDATE webhook_deliveries SET status = 'stopped', sealed_payload = NULL, last_status_code = 410, last_error = 'Gone',
+                    UPDATE webhook_deliveries SET status = 'stopped', last_status_code = 410, last_error = 'Gone',
                         finished_at = \(bind: now), locked_until = 0
-                    WHERE id = \(bind: delivery.id)
+                    WHERE id = \(bind: delivery.id) AND attempts = \(bind: delivery.attempts)
                     """).run()
                 _ = try await Self.setEndpointEnabled(db, tenantId: delivery.tenantId, id: delivery.endpointId, enabled: false, reason: "The endpoint answered 410 Gone.", now: now, actor: .system)
             case .stopped(let reason):
                 try await db.raw("""
-                    UPDATE webhook_deliveries SET status = 'stopped', sealed_payload = NULL, last_error = \(bind: reason), finished_at = \(bind: now), locked_until = 0
-                    WHERE id = \(bind: delivery.id)
+                    UPDATE webhook_deliveries SET status = 'stopped', last_error = \(bind: reason), finished_at = \(bind: now), locked_until = 0
+                    WHERE id = \(bind: delivery.id) AND attempts = \(bind: delivery.attempts)
                     """).run()
             }
         }

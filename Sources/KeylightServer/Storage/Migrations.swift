@@ -12,7 +12,7 @@ struct Migration: Sendable {
 
 extension Migration {
     /// Every migration, oldest first. Append only: never edit or reorder a released one.
-    static let all: [Migration] = [.initialSchema, .responseSigningKeys, .stripe, .webhooksAndCheckout, .dashboard, .tenantSigningKeys, .replacedLicenseKeys]
+    static let all: [Migration] = [.initialSchema, .responseSigningKeys, .stripe, .webhooksAndCheckout, .dashboard, .tenantSigningKeys, .replacedLicenseKeys, .moneyPaths]
 }
 
 extension Database {

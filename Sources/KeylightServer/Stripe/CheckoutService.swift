@@ -18,7 +18,10 @@ struct CheckoutService: Sendable {
     let database: Database
     let sealer: SecretSealer
     let stripe: any StripeAPI
+    let clock: any WallClock
     let logger: Logger
+    /// How long after minting the buyer's success page may pick the key up (once).
+    var pickupWindow: Int64 = 86_400
 
     /// Checks the tenant's checkout API key in constant time (both sides hashed first, so the
     /// comparison length never depends on the guess).
@@ -31,7 +34,7 @@ struct CheckoutService: Sendable {
     func createSession(tenantId: String, _ body: CheckoutRequest, idempotencyKey: String?) async throws -> StripeCheckoutSession {
         let productId = try Field.pathId(body.product_id, "product_id")
         let keyTypeId = try Field.pathId(body.key_type_id, "key_type_id")
-        let successURL = try Self.redirectURL(body.success_url, "success_url")
+        let successURL = Self.withSessionPlaceholder(try Self.redirectURL(body.success_url, "success_url"))
         let cancelURL = try Self.redirectURL(body.cancel_url, "cancel_url")
         let email = try Field.email(body.customer_email)
         if let idempotencyKey, idempotencyKey.isEmpty || idempotencyKey.utf8.count > 255 {
@@ -46,7 +49,7 @@ struct CheckoutService: Sendable {
         guard let settings = try await database.stripeSettings(tenantId: tenantId), let sealedKey = settings.sealedSecretKey else {
             throw APIError.conflict("Stripe is not configured for this tenant (no secret key).")
         }
-        let secretKey = String(decoding: try sealer.open(sealedKey, context: "keylight.stripe.secret.\(tenantId)"), as: UTF8.self)
+        let secretKey = String(decoding: try sealer.open(sealedKey, context: StripeSealing.secretKey(tenantId: tenantId)), as: UTF8.self)
 
         let mode = keyType.stripeMode ?? "payment"
         var form: [(String, String)] = [
@@ -67,14 +70,52 @@ struct CheckoutService: Sendable {
         // A client's key is scoped to its tenant; without one, the key still makes our own retry safe.
         let key = idempotencyKey.map { "keylight_" + Hex.encode(SHA256.hash(data: Data("\(tenantId)\n\($0)".utf8))) }
             ?? "keylight_" + UUID().uuidString.lowercased()
+        let session: StripeCheckoutSession
         do {
-            let session = try await stripe.createCheckoutSession(secretKey: secretKey, form: form, idempotencyKey: key)
+            session = try await stripe.createCheckoutSession(secretKey: secretKey, form: form, idempotencyKey: key)
             logger.debug("created a Stripe Checkout Session", metadata: ["tenant": .string(tenantId), "session": .string(session.id)])
-            return session
         } catch {
             logger.notice("Stripe refused a Checkout Session", metadata: ["tenant": .string(tenantId), "status": .string(error.status.map(String.init) ?? "unreachable")])
             throw APIError(status: .badGateway, code: "STRIPE_ERROR", message: "Stripe: \(error.message)")
         }
+        if Self.isSessionId(session.id) {
+            try await database.recordCheckoutSession(tenantId: tenantId, id: session.id, successOrigin: Self.origin(of: successURL), now: clock.unixSeconds)
+        }
+        return session
+    }
+
+    /// The key of a paid session, once, within `pickupWindow` of minting.
+    func pickUp(tenantId: String, sessionId: String) async throws -> CheckoutPickup {
+        guard TenantPath.isValidId(tenantId), Self.isSessionId(sessionId) else { return .unknown }
+        return try await database.pickUpCheckoutLicense(tenantId: tenantId, sessionId: sessionId, now: clock.unixSeconds, window: pickupWindow)
+    }
+
+    func openKey(_ sealed: String, tenantId: String, sessionId: String) throws -> String {
+        String(decoding: try sealer.open(sealed, context: StripeSealing.licenseKey(tenantId: tenantId, sessionId: sessionId)), as: UTF8.self)
+    }
+
+    /// Stripe session ids (`cs_test_…`, `cs_live_…`): letters, digits and underscores.
+    static func isSessionId(_ id: String) -> Bool {
+        (1...255).contains(id.utf8.count) && id.utf8.allSatisfy { $0 == UInt8(ascii: "_") || (0x30...0x39).contains($0) || (0x41...0x5A).contains($0) || (0x61...0x7A).contains($0) }
+    }
+
+    /// Stripe replaces `{CHECKOUT_SESSION_ID}` in the success URL; a URL without it gets
+    /// `session_id={CHECKOUT_SESSION_ID}`, so the success page can always pick up its key.
+    static func withSessionPlaceholder(_ url: String) -> String {
+        let placeholder = "{CHECKOUT_SESSION_ID}"
+        guard !url.contains(placeholder) else { return url }
+        let (base, fragment) = url.firstIndex(of: "#").map { (String(url[..<$0]), String(url[$0...])) } ?? (url, "")
+        let separator = base.contains("?") ? (base.hasSuffix("?") || base.hasSuffix("&") ? "" : "&") : "?"
+        return base + separator + "session_id=" + placeholder + fragment
+    }
+
+    /// `scheme://host[:port]` of an absolute http(s) URL, as browsers send it in `Origin`.
+    static func origin(of url: String) -> String? {
+        guard let components = URLComponents(string: url), let scheme = components.scheme?.lowercased(),
+              scheme == "https" || scheme == "http", let host = components.host?.lowercased(), !host.isEmpty else { return nil }
+        let defaultPort = scheme == "https" ? 443 : 80
+        let port = components.port.flatMap { $0 == defaultPort ? nil : ":\($0)" } ?? ""
+        return "\(scheme)://\(host)\(port)"
     }
 
     /// An absolute http(s) URL of sane length; Stripe substitutes `{CHECKOUT_SESSION_ID}` itself.

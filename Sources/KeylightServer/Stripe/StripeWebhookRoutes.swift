@@ -10,7 +10,7 @@ struct Received: Encodable {
     var outcome: String
 }
 
-/// `POST /stripe/webhook/{tenantId}` (protocol section 5).
+/// `POST /stripe/webhook/{tenantId}` (protocol sections 5 and 6.6).
 struct StripeWebhookRoutes {
     let admin: AdminService
 
@@ -26,7 +26,7 @@ struct StripeWebhookRoutes {
             var request = request
             let body = try await request.collectJSONBody(limit: Self.maxBody)
             let bytes = Array(body.readableBytesView)
-            let secret = String(decoding: try admin.sealer.open(settings.sealedWebhookSecret, context: "keylight.stripe.webhook.\(tenantId)"), as: UTF8.self)
+            let secret = String(decoding: try admin.sealer.open(settings.sealedWebhookSecret, context: StripeSealing.webhookSecret(tenantId: tenantId)), as: UTF8.self)
             let now = admin.clock.unixSeconds
             guard WebhookSignature.isValid(header: request.headers[.init("Stripe-Signature")!], body: bytes, secret: secret, now: now) else {
                 throw APIError.invalidRequest("Stripe-Signature is missing, does not match, or is older than 300 seconds.")
@@ -34,9 +34,13 @@ struct StripeWebhookRoutes {
             guard let event = try? JSONDecoder().decode(StripeEvent.self, from: Data(bytes)), !event.id.isEmpty, event.id.utf8.count <= 255 else {
                 throw APIError.invalidRequest("Not a Stripe event.")
             }
-            let outcome = try await admin.database.applyStripeEvent(event, tenantId: tenantId, now: now)
+            // Kept (sealed: it names the buyer) only while the event stays retryable.
+            let sealed = try admin.sealer.seal(Data(bytes), context: StripeSealing.event(tenantId: tenantId, eventId: event.id))
+            let outcome = try await admin.database.applyStripeEvent(event, tenantId: tenantId, now: now, sealedEvent: sealed, sealer: admin.sealer)
             if outcome == .unknownProduct {
                 context.logger.notice("Stripe event for an unknown product or key type", metadata: ["event": .string(event.id), "tenant": .string(tenantId)])
+                // Not 2xx, so Stripe sends it again (for up to three days) while the product is created.
+                throw APIError.unknownProduct
             }
             return try JSONBody.response(Received(outcome: outcome.rawValue))
         }

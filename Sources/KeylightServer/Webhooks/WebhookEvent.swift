@@ -10,6 +10,9 @@ public enum WebhookEventType: String, CaseIterable, Sendable, Codable {
     case licenseExpired = "license.expired"
     /// The license's expiry moved later (a Stripe invoice was paid).
     case licenseRenewed = "license.renewed"
+    /// An activation was refused because every slot is in use: a customer who may need help
+    /// or a bigger license. Sent at most once an hour per license.
+    case activationLimitReached = "license.activation_limit_reached"
     case instanceActivated = "instance.activated"
     case instanceDeactivated = "instance.deactivated"
 }
@@ -37,6 +40,9 @@ struct WebhookEventData: Encodable, Sendable {
     var license_key: String?
     /// Only on `instance.*`.
     var instance: WebhookInstance?
+    /// Only on `license.activation_limit_reached`: the license's cap and the device refused.
+    var activation_limit: Int?
+    var refused_instance_name: String?
     /// What caused the change: `admin`, `stripe`, `sdk`.
     var source: String
 
@@ -45,6 +51,12 @@ struct WebhookEventData: Encodable, Sendable {
         license_key = licenseKey
         self.instance = instance
         self.source = source
+    }
+
+    init(license: License, activationLimit: Int, refusedInstanceName: String) {
+        self.init(license: license, source: "sdk")
+        activation_limit = activationLimit
+        refused_instance_name = refusedInstanceName
     }
 }
 
