@@ -70,6 +70,9 @@ import Testing
             #expect(try await Self.licenses(client, session: "cs_ach").isEmpty)
             let failed = try await Self.pickUp(client, "cs_ach")
             #expect(failed.status.code == 402 && failed["code"] as? String == "PAYMENT_FAILED")
+            // A late repeat of the unpaid completion does not make the failure look pending again.
+            #expect(try await Self.outcome(client, "checkout.session.completed", Self.session(seed, id: "cs_ach", paymentStatus: "unpaid")) == "awaiting_payment")
+            #expect(try await Self.pickUp(client, "cs_ach").status.code == 402)
 
             // Paid at once, or nothing to pay: minted on completed; a later async success adds nothing.
             #expect(try await Self.outcome(client, "checkout.session.completed", Self.session(seed, id: "cs_card", paymentStatus: "paid")) == "minted")
@@ -140,6 +143,10 @@ import Testing
             #expect(try await Self.outcome(client, "customer.subscription.deleted", ["id": "sub_3", "object": "subscription", "ended_at": now - 5]) == "no_license")
             #expect(try await Self.outcome(client, "checkout.session.completed", Self.session(seed, id: "cs_sub3", paymentStatus: "paid", subscription: "sub_3")) == "minted")
             #expect(try await expiry("sub_3") == now - 5)
+            // A refunded license is not renewed by a later invoice.
+            #expect(try await Self.outcome(client, "charge.refunded", ["id": "ch_2", "payment_intent": "pi_cs_sub2"]) == "revoked")
+            #expect(try await Self.outcome(client, "invoice.paid", invoice("sub_2", end: now + 70 * 86_400)) == "stale")
+            #expect(try await expiry("sub_2") == now + 40 * 86_400)
             // Absurd times are treated as absent, not trusted into arithmetic.
             #expect(try await Self.outcome(client, "invoice.paid", invoice("sub_2", end: Int64.max)) == "ignored")
             #expect(try await expiry("sub_2") == now + 40 * 86_400)
@@ -266,6 +273,8 @@ import Testing
             #expect(try await Self.outcome(client, "checkout.session.completed", Self.session(seed, id: "cs_first", paymentStatus: "paid")) == "minted")
             let minted = try #require(try await Self.licenses(client, session: "cs_first").first)
 
+            // HEAD does not spend the one pick-up.
+            #expect(try await client.request(.head, "/api/acme/checkout/cs_first/license").status == .methodNotAllowed)
             // The first pick-up gets the key (readable by the success page's origin, never cached).
             let first = try await Self.pickUp(client, "cs_first", origin: "https://shop.example")
             #expect(first.status == .ok)
@@ -307,7 +316,7 @@ import Testing
             let results = try await withThrowingTaskGroup(of: Bool.self) { group in
                 for _ in 0..<8 {
                     group.addTask {
-                        if case .license = try await db.pickUpCheckoutLicense(tenantId: "acme", sessionId: "cs_race", now: StorageConformanceTests.now, window: 86_400) { return true }
+                        if case .license = try await db.pickUpCheckoutLicense(tenantId: "acme", sessionId: "cs_race", now: StorageConformanceTests.now, window: 86_400, open: { $0 }) { return true }
                         return false
                     }
                 }
@@ -328,6 +337,46 @@ import Testing
                 return try await group.reduce(into: [StripeOutcome]()) { $0.append($1) }
             }
             #expect(twice.filter { $0 == .minted }.count == 1 && twice.filter { $0 == .alreadyMinted }.count == 3)
+            // A purchase and its first invoice processed at the same moment: whichever goes first,
+            // the license ends up paid through the invoice's period.
+            for round in 0..<6 {
+                let paidThrough = StorageConformanceTests.now + 365 * 86_400
+                let events = try [
+                    #"{"id":"evt_mint_\#(round)","type":"checkout.session.completed","data":{"object":{"id":"cs_sub_\#(round)","payment_status":"paid","subscription":"sub_r\#(round)","metadata":{"product_id":"app","key_type_id":"pro"}}}}"#,
+                    #"{"id":"evt_inv_\#(round)","type":"invoice.paid","data":{"object":{"id":"in_\#(round)","subscription":"sub_r\#(round)","period_end":\#(paidThrough)}}}"#,
+                ].map { try JSONDecoder().decode(StripeEvent.self, from: Data($0.utf8)) }
+                try await withThrowingTaskGroup(of: Void.self) { group in
+                    for event in (round.isMultiple(of: 2) ? events : events.reversed()) {
+                        group.addTask { _ = try await db.applyStripeEvent(event, tenantId: "acme", now: StorageConformanceTests.now, sealedEvent: nil, sealer: sealer) }
+                    }
+                    try await group.waitForAll()
+                }
+                let expiry = try await db.sql.raw("SELECT expires_at FROM licenses WHERE stripe_subscription_id = \(bind: "sub_r\(round)")")
+                    .first(decodingColumn: "expires_at", as: Int64?.self) ?? nil
+                #expect(expiry == paidThrough, "round \(round)")
+            }
         }
+    }
+}
+
+/// Migration 0008 on a database that already received Stripe events.
+@Suite struct MoneyPathsMigrationTests {
+    @Test(arguments: StorageBackend.available)
+    func eventsReceivedBeforeTheUpgradeStayDuplicatesOfTheirTenant(backend: StorageBackend) async throws {
+        let before = Array(Migration.all.prefix { $0.name != Migration.moneyPaths.name })
+        let db = try await backend.open(migrations: before)
+        try await db.sql.raw("""
+            INSERT INTO stripe_events (id, tenant_id, type, outcome, received_at) VALUES ('evt_old', 'acme', 'checkout.session.completed', 'minted', 5)
+            """).run()
+        #expect(try await db.migrate(logger: Harness.logger) == [Migration.moneyPaths.name])
+        let row = try #require(try await db.sql.raw("SELECT tenant_id, outcome, attempts, received_at FROM stripe_events WHERE id = 'evt_old'").first())
+        #expect(try row.decode(column: "tenant_id", as: String.self) == "acme" && row.decode(column: "outcome", as: String.self) == "minted")
+        #expect(try row.decode(column: "attempts", as: Int.self) == 1 && row.decode(column: "received_at", as: Int64.self) == 5)
+        // The same id for another tenant is now a different event.
+        try await db.sql.raw("""
+            INSERT INTO stripe_events (tenant_id, id, type, outcome, attempts, received_at, updated_at) VALUES ('beta', 'evt_old', 't', 'minted', 1, 6, 6)
+            """).run()
+        #expect(try await db.sql.raw("SELECT COUNT(*) AS n FROM stripe_events WHERE id = 'evt_old'").first(decodingColumn: "n", as: Int.self) == 2)
+        await db.close()
     }
 }

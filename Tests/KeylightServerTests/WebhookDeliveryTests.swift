@@ -114,6 +114,23 @@ import Testing
         await receiver.stop()
     }
 
+    @Test func theSystemResolverAnswersAndItsWaitIsCancellable() async throws {
+        let pool = NIOThreadPool(numberOfThreads: 1)
+        pool.start()
+        let resolver = SystemHostResolver(pool: pool)
+        let local = try await resolver.addresses(of: "localhost")
+        #expect(!local.isEmpty && local.allSatisfy { AddressPolicy.kind(of: $0) == "loopback" })
+        // The only thread is stuck (a DNS server that never answers): the wait still ends on cancel.
+        let stuck = DispatchSemaphore(value: 0)
+        pool.submit { _ in stuck.wait() }
+        let lookup = Task { try await resolver.addresses(of: "localhost") }
+        try await Task.sleep(for: .milliseconds(100))
+        lookup.cancel()
+        await #expect(throws: CancellationError.self) { try await lookup.value }
+        stuck.signal()
+        try await pool.shutdownGracefully()
+    }
+
     @Test func aServerWithoutTheFlagDeliversOnlyToPublicAddresses() async throws {
         let receiver = try await RecordingServer()
         var harness = Harness()
@@ -125,6 +142,9 @@ import Testing
                 let reply = try await client.admin(.post, "/tenants/acme/webhooks", ["url": url])
                 #expect(reply.status == .badRequest && reply.text.contains("public addresses"), "\(url): \(reply.text)")
             }
+            // Parsers disagree on international names; only the xn-- spelling is taken.
+            let unicode = try await client.admin(.post, "/tenants/acme/webhooks", ["url": "https://bücher.example/hook"])
+            #expect(unicode.status == .badRequest && unicode.text.contains("xn--"))
             // A name is checked when it is resolved, at every delivery.
             _ = try await WebhookTests.register(client, url: "https://hooks.example.com/k")
             _ = try await client.mint(seed)
@@ -197,7 +217,8 @@ import Testing
             let events = try await WebhookTests.outbox(client)
             #expect(events.count == 2 && events.allSatisfy { $0["type"] as? String == "license.activation_limit_reached" })
             try await client.server.webhooks.deliverDue()
-            let data = try #require(receiver.requests.first?.json["data"] as? [String: Any])
+            // Both deliveries run at once: find the first refusal's.
+            let data = try #require(receiver.requests.compactMap { $0.json["data"] as? [String: Any] }.first { $0["refused_instance_name"] as? String == "Second Mac" })
             #expect(data["activation_limit"] as? Int == 1 && data["refused_instance_name"] as? String == "Second Mac")
             #expect((data["license"] as? [String: Any])?["id"] as? String == seed.licenseId)
             #expect(data["license_key"] == nil)

@@ -105,6 +105,10 @@ extension AdminService {
               let host = components.host?.lowercased(), !host.isEmpty, components.user == nil, components.password == nil else {
             throw APIError.invalidRequest("Field url must be an absolute https URL.")
         }
+        // Punycode (xn--…) is the one spelling every parser agrees on.
+        guard host.utf8.allSatisfy({ $0 < 0x80 }), URL(string: text)?.host.map({ $0.utf8.allSatisfy { $0 < 0x80 } }) == true else {
+            throw APIError.invalidRequest("Field url must spell an international host name in its ASCII (xn--) form.")
+        }
         // A bracketed host is an IPv6 literal (RFC 3986 §3.2.2) or nothing: "[27:C]" is no address.
         let bracketed = host.hasPrefix("[") && host.hasSuffix("]")
         let literal = bracketed ? String(host.dropFirst().dropLast()) : host

@@ -5,6 +5,7 @@ import Hummingbird
 import KeylightCore
 import Logging
 import NIOCore
+import NIOPosix
 import ServiceLifecycle
 
 /// What the server did on start-up that its operator must know.
@@ -104,9 +105,12 @@ func assemble(
         configuration: .init(redirectConfiguration: .disallow, timeout: .init(connect: .seconds(10), read: .seconds(30))),
         backgroundActivityLogger: logger
     )
+    // Lookups of webhook hosts block a thread each; they get threads of their own.
+    let resolverPool = NIOThreadPool(numberOfThreads: 4)
+    resolverPool.start()
     var webhooks = WebhookDispatcher(
         database: database, sealer: sealer,
-        transport: HTTPClientWebhookTransport(eventLoopGroup: HTTPClient.defaultEventLoopGroup, resolver: configuration.webhookResolver, policy: addressPolicy),
+        transport: HTTPClientWebhookTransport(eventLoopGroup: HTTPClient.defaultEventLoopGroup, resolver: configuration.webhookResolver ?? SystemHostResolver(pool: resolverPool), policy: addressPolicy),
         clock: clock, logger: logger
     )
     webhooks.requestTimeout = configuration.webhookTimeout
@@ -137,6 +141,8 @@ func assemble(
         services: [
             AtShutdown { await database.close() },
             AtShutdown { try await httpClient.shutdown() },
+            // Not awaited: a lookup stuck in a slow DNS server must not hold up the exit.
+            AtShutdown { resolverPool.shutdownGracefully { _ in } },
             PeriodicService.refreshing(keyRing, every: configuration.keyRefreshInterval, logger: logger),
             PeriodicService.rotating(signer, every: configuration.keyRefreshInterval, logger: logger),
             PeriodicService.flushing(touches, to: database, every: configuration.touchFlushInterval, unwritten: unwritten, logger: logger),
@@ -147,6 +153,7 @@ func assemble(
                 _ = try? await database.pruneKeyless(seenBefore: clock.unixSeconds - configuration.keylessRetentionDays * 86_400)
                 _ = try? await database.purgeDeliveryPayloads(finishedBefore: clock.unixSeconds - WebhookDispatcher.payloadRetentionDays * 86_400)
                 _ = try? await database.purgeUncollectedCheckoutKeys(mintedBefore: clock.unixSeconds - checkout.pickupWindow)
+                _ = try? await database.purgeKeptStripeEvents(receivedBefore: clock.unixSeconds - WebhookDispatcher.payloadRetentionDays * 86_400)
             }),
         ],
         onServerRunning: onServerRunning,

@@ -61,8 +61,9 @@ public struct ServerConfiguration: Sendable {
     public var webhookAllowPrivate = false
     /// The total deadline of one webhook attempt (connect, head and body).
     public var webhookTimeout: Duration = .seconds(15)
-    /// Resolves webhook hosts at delivery time (tests inject answers).
-    var webhookResolver: any HostResolver = SystemHostResolver()
+    /// Resolves webhook hosts at delivery time; nil: the system resolver on a pool of its own
+    /// (tests inject answers).
+    var webhookResolver: (any HostResolver)?
     /// The server's public URL (`https://licenses.example.com`), for the dashboard's Swift
     /// snippet; an https URL also marks dashboard cookies `Secure`.
     public var publicURL: String?

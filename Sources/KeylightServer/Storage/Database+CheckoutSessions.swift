@@ -2,8 +2,8 @@ import SQLKit
 
 /// What a buyer's success page gets for a Checkout Session.
 enum CheckoutPickup: Sendable {
-    /// The first pick-up: the sealed key (now erased from the database) and its license.
-    case license(sealedKey: String, license: License, origin: String?)
+    /// The first pick-up: the key (now erased from the database) and its license.
+    case license(key: String, license: License, origin: String?)
     /// Known, but no license yet: the event has not arrived, or a delayed payment is on its way.
     case pending(paymentStatus: String?, origin: String?)
     case paymentFailed(origin: String?)
@@ -26,8 +26,9 @@ extension Database {
     }
 
     /// Hands out a session's key once: the claim and the erasure of the sealed key commit
-    /// together, so two concurrent pick-ups get it once between them.
-    func pickUpCheckoutLicense(tenantId: String, sessionId: String, now: Int64, window: Int64) async throws -> CheckoutPickup {
+    /// together, so two concurrent pick-ups get it once between them. `open` unseals the key
+    /// inside the transaction, so a key that cannot be opened is not erased.
+    func pickUpCheckoutLicense(tenantId: String, sessionId: String, now: Int64, window: Int64, open: @escaping @Sendable (String) throws -> String) async throws -> CheckoutPickup {
         let lock = lockRows(of: "checkout_sessions")
         return try await write { db in
             guard let row = try await db.raw("""
@@ -36,8 +37,9 @@ extension Database {
                 """).first() else { return .unknown }
             let origin = try row.decode(column: "success_origin", as: String?.self)
             let paymentStatus = try row.decode(column: "payment_status", as: String?.self)
+            if paymentStatus == "failed" { return .paymentFailed(origin: origin) }
             guard let licenseId = try row.decode(column: "license_id", as: String?.self) else {
-                return paymentStatus == "failed" ? .paymentFailed(origin: origin) : .pending(paymentStatus: paymentStatus, origin: origin)
+                return .pending(paymentStatus: paymentStatus, origin: origin)
             }
             let mintedAt = try row.decode(column: "minted_at", as: Int64?.self) ?? 0
             guard try row.decode(column: "claimed_at", as: Int64?.self) == nil, now - mintedAt <= window,
@@ -50,7 +52,8 @@ extension Database {
                 let license = try await db.raw("SELECT \(Self.licenseColumns) FROM licenses WHERE id = \(bind: licenseId) AND tenant_id = \(bind: tenantId)")
                     .first(decoding: License.self) else { return .gone(origin: origin) }
             try await Self.audit(db, at: now, actor: Actor("checkout"), action: "license.pick_up", tenantId: tenantId, target: licenseId, details: ["checkout_session": sessionId])
-            return .license(sealedKey: sealed, license: license, origin: origin)
+            let key = try open(sealed)
+            return .license(key: key, license: license, origin: origin)
         }
     }
 

@@ -67,6 +67,17 @@ extension Database {
             """).all(decoding: StripeEventRecord.self)
     }
 
+    /// Drops kept events received before `cutoff` (they name the buyer; Stripe stopped sending
+    /// them long before): still listed, no longer retryable. Returns how many.
+    @discardableResult
+    func purgeKeptStripeEvents(receivedBefore cutoff: Int64) async throws -> Int {
+        try await write { db in
+            try await db.raw("""
+                UPDATE stripe_events SET sealed_event = NULL WHERE sealed_event IS NOT NULL AND received_at < \(bind: cutoff) RETURNING id
+                """).all().count
+        }
+    }
+
     /// The sealed raw event kept for a retryable event; nil when there is none.
     func sealedStripeEvent(tenantId: String, id: String) async throws -> String? {
         try await sql.raw("SELECT sealed_event FROM stripe_events WHERE tenant_id = \(bind: tenantId) AND id = \(bind: id)")
@@ -142,7 +153,8 @@ private struct StripeApplication {
             INSERT INTO checkout_sessions (tenant_id, id, success_origin, payment_status, created_at)
             VALUES (\(bind: tenantId), \(bind: sessionId), \(bind: object.successOrigin), \(bind: object.paymentStatus), \(bind: now))
             ON CONFLICT (tenant_id, id) DO UPDATE SET
-                payment_status = excluded.payment_status,
+                payment_status = CASE WHEN checkout_sessions.payment_status IN ('paid', 'failed')
+                                      THEN checkout_sessions.payment_status ELSE excluded.payment_status END,
                 success_origin = COALESCE(checkout_sessions.success_origin, excluded.success_origin)
             """).run()
         guard paid else { return .awaitingPayment }
@@ -170,7 +182,8 @@ private struct StripeApplication {
             """).first() != nil else { return .alreadyMinted }
 
         var expiresAt = keyType.durationDays.map { now + Int64($0) * 86_400 }
-        if let subscription = object.subscription, let state = try await subscriptionState(subscription) {
+        if let subscription = object.subscription, !subscription.isEmpty, subscription.utf8.count <= 255,
+           let state = try await lockedSubscriptionState(subscription) {
             // Events for the subscription may have come first.
             if let paidThrough = state.paidThrough, expiresAt.map({ paidThrough > $0 }) ?? true { expiresAt = paidThrough }
             if let endedAt = state.endedAt { expiresAt = min(expiresAt ?? endedAt, endedAt) }
@@ -226,6 +239,18 @@ private struct StripeApplication {
 
     // MARK: Subscriptions
 
+    /// The subscription's state, its row locked until the transaction ends: an `invoice.paid` or
+    /// deletion processed at the same moment (Stripe sends them milliseconds apart) waits for
+    /// this mint, then finds its license; or this mint waits for it, then reads what it wrote.
+    private func lockedSubscriptionState(_ id: String) async throws -> (paidThrough: Int64?, endedAt: Int64?)? {
+        try await db.raw("""
+            INSERT INTO stripe_subscriptions (tenant_id, id, paid_through, ended_at, updated_at)
+            VALUES (\(bind: tenantId), \(bind: id), NULL, NULL, \(bind: now))
+            ON CONFLICT (tenant_id, id) DO UPDATE SET updated_at = excluded.updated_at
+            """).run()
+        return try await subscriptionState(id)
+    }
+
     private func subscriptionState(_ id: String) async throws -> (paidThrough: Int64?, endedAt: Int64?)? {
         guard let row = try await db.raw("""
             SELECT paid_through, ended_at FROM stripe_subscriptions WHERE tenant_id = \(bind: tenantId) AND id = \(bind: id)
@@ -279,7 +304,7 @@ private struct StripeApplication {
         let licenses = try await db.raw("""
             UPDATE licenses SET expires_at = \(bind: latest), updated_at = \(bind: now)
             WHERE tenant_id = \(bind: tenantId) AND stripe_subscription_id = \(bind: subscription)
-              AND (expires_at IS NULL OR expires_at < \(bind: latest))
+              AND status <> 'revoked' AND (expires_at IS NULL OR expires_at < \(bind: latest))
             RETURNING \(Database.licenseColumns)
             """).all(decoding: License.self)
         try await announce(licenses, action: "license.renew", type: .licenseRenewed, expiresAt: latest)

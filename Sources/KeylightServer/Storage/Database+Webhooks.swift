@@ -1,3 +1,4 @@
+import Foundation
 import SQLKit
 
 /// A registered outbound webhook endpoint (its secret stays sealed).
@@ -206,10 +207,8 @@ extension Database {
                     """).first(decoding: WebhookDelivery.self)
                 guard delivery != nil else { return .inFlight }
             } else {
-                let previous = try await db.raw("""
-                    SELECT COUNT(*) AS n FROM webhook_deliveries WHERE event_id = \(bind: source.eventId) AND endpoint_id = \(bind: endpointId)
-                    """).first(decodingColumn: "n", as: Int.self) ?? 1
-                let id = "\(source.eventId):\(endpointId):\(previous + 1)"
+                // A fresh suffix: two redeliveries of one event at once must not collide.
+                let id = "\(source.eventId):\(endpointId):r\(UUID().uuidString.prefix(8).lowercased())"
                 delivery = try await db.raw("""
                     INSERT INTO webhook_deliveries (id, endpoint_id, tenant_id, event_id, event_type, sealed_payload, status, attempts, next_attempt_at, locked_until, created_at)
                     VALUES (\(bind: id), \(bind: endpointId), \(bind: tenantId), \(bind: source.eventId), \(bind: source.eventType), \(bind: payload),

@@ -18,6 +18,13 @@ struct CheckoutRoutes {
             let session = try await service.createSession(tenantId: tenantId, body, idempotencyKey: request.headers[.init("Idempotency-Key")!])
             return try JSONBody.response(["url": session.url, "session_id": session.id])
         }
+        // HEAD would otherwise run the GET handler and spend the one pick-up on an answer
+        // without a body.
+        router.head("/api/:tenant/checkout/:session/license") { _, _ -> Response in
+            var response = APIError.methodNotAllowed.jsonResponse(outcomeField: nil)
+            response.headers[.allow] = "GET"
+            return response
+        }
         // No credentials: the session id, which Stripe hands only to the browser it redirects to
         // the success page, is the capability; it works once, within 24 hours of the payment.
         router.get("/api/:tenant/checkout/:session/license") { request, context in
@@ -29,10 +36,10 @@ struct CheckoutRoutes {
             switch pickup {
             case .unknown:
                 throw APIError.notFound("Checkout session")
-            case .license(let sealed, let license, let allowed):
+            case .license(let key, let license, let allowed):
                 origin = allowed
                 response = try JSONBody.response(PickedUpLicense(
-                    license_key: try service.openKey(sealed, tenantId: tenantId, sessionId: sessionId),
+                    license_key: key,
                     license_id: license.id, product_id: license.productId, key_type_id: license.keyTypeId,
                     expires_at: license.expiresAt, customer_email: license.customerEmail
                 ))

@@ -87,11 +87,10 @@ struct CheckoutService: Sendable {
     /// The key of a paid session, once, within `pickupWindow` of minting.
     func pickUp(tenantId: String, sessionId: String) async throws -> CheckoutPickup {
         guard TenantPath.isValidId(tenantId), Self.isSessionId(sessionId) else { return .unknown }
-        return try await database.pickUpCheckoutLicense(tenantId: tenantId, sessionId: sessionId, now: clock.unixSeconds, window: pickupWindow)
-    }
-
-    func openKey(_ sealed: String, tenantId: String, sessionId: String) throws -> String {
-        String(decoding: try sealer.open(sealed, context: StripeSealing.licenseKey(tenantId: tenantId, sessionId: sessionId)), as: UTF8.self)
+        let sealer = self.sealer
+        return try await database.pickUpCheckoutLicense(tenantId: tenantId, sessionId: sessionId, now: clock.unixSeconds, window: pickupWindow) { sealed in
+            String(decoding: try sealer.open(sealed, context: StripeSealing.licenseKey(tenantId: tenantId, sessionId: sessionId)), as: UTF8.self)
+        }
     }
 
     /// Stripe session ids (`cs_test_…`, `cs_live_…`): letters, digits and underscores.

@@ -21,10 +21,10 @@ struct WebhookDispatcher: Sendable {
     /// Random numbers in [0, 1) for jitter.
     var unitRandom: @Sendable () -> Double = { Double.random(in: 0..<1) }
     var batchSize = 16
-    /// Attempts in flight per endpoint, per process.
-    var perEndpoint = 4
-    /// Attempts in flight per process.
-    var maxInFlight = 64
+    /// Attempts in flight per endpoint, per process: a tenant's 20 endpoints hold at most 40.
+    var perEndpoint = 2
+    /// Attempts in flight per process (each is an outbound connection and a small task).
+    var maxInFlight = 256
     /// The whole attempt: connect, request, response head and body.
     var requestTimeout: Duration = .seconds(15)
     /// How often the service looks for due deliveries when there were none.

@@ -27,11 +27,13 @@ struct RefusedAddress: Error, CustomStringConvertible {
 /// the override is the client's.
 struct HTTPClientWebhookTransport: WebhookTransport {
     let eventLoopGroup: any EventLoopGroup
-    var resolver: any HostResolver = SystemHostResolver()
+    let resolver: any HostResolver
     var policy: AddressPolicy
 
     func post(url: String, headers: [(String, String)], body: [UInt8], timeout: Duration) async throws -> Int {
-        guard let components = URLComponents(string: url), let host = components.host, !host.isEmpty else {
+        // The host exactly as async-http-client will read it (URL, not URLComponents, which
+        // decodes punycode), so the name checked and the name overridden are the one it connects to.
+        guard let host = URL(string: url)?.host, !host.isEmpty, host.utf8.allSatisfy({ $0 < 0x80 }) else {
             throw URLError(.badURL)
         }
         let bare = host.hasPrefix("[") && host.hasSuffix("]") ? String(host.dropFirst().dropLast()) : host
