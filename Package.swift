@@ -137,7 +137,7 @@ let package = Package(
         .testTarget(
             // The SDK against a live server.
             name: "KeylightEndToEndTests",
-            dependencies: ["Keylight", "KeylightServer", "KeylightCore", "KeylightTestSupport", .product(name: "Logging", package: "swift-log"), .product(name: "Crypto", package: "swift-crypto")]
+            dependencies: ["Keylight", "KeylightServer", "KeylightCore", "KeylightTestSupport", "KeylightFuzzSupport", .product(name: "Logging", package: "swift-log"), .product(name: "Crypto", package: "swift-crypto")]
         ),
         .testTarget(
             name: "KeylightServerTests",
@@ -157,7 +157,7 @@ let package = Package(
             // Depends on the executable so `swift test` builds the binary the tests run as a subprocess.
             name: "KeylightCLITests",
             dependencies: [
-                "KeylightCLI", "KeylightCore", "KeylightServer", "KeylightTestSupport",
+                "KeylightCLI", "KeylightCore", "KeylightServer", "KeylightTestSupport", "KeylightFuzzSupport",
                 .product(name: "AsyncHTTPClient", package: "async-http-client"),
                 .product(name: "NIOConcurrencyHelpers", package: "swift-nio"),
                 .product(name: "NIOHTTP1", package: "swift-nio"),

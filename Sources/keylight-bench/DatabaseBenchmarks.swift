@@ -34,6 +34,7 @@ struct DatabaseBenchmarks: AsyncParsableCommand {
         defer { try? FileManager.default.removeItem(at: directory) }
         var logger = Logger(label: "keylight-bench")
         logger.logLevel = .critical
+        let ledger = FailureLedger()
 
         for (name, processes) in [("sqlite", 1), ("postgres", 1), ("postgres", 2)] {
             let target: [String]
@@ -55,11 +56,11 @@ struct DatabaseBenchmarks: AsyncParsableCommand {
             let seeded = try await Seeder.seed(base: "http://127.0.0.1:\(children[0].port)", licenses: licenses, database: database, directory: directory, name: "\(name)-\(processes)")
             let share = max(1, connections / processes)
             let validate = try Self.parallel(children.map { child in
-                { try Wrk(connections: share, seconds: seconds, directory: directory)
+                { try Wrk(connections: share, seconds: seconds, directory: directory, ledger: ledger)
                     .run(url: "http://127.0.0.1:\(child.port)/bench/app/validate", script: WrkScripts.validate, name: "validate-\(child.port)", arguments: [seeded.pairs.path, seeded.sdkKey]) }
             })
             let activate = try Self.parallel(children.map { child in
-                { try Wrk(connections: share, seconds: seconds, directory: directory)
+                { try Wrk(connections: share, seconds: seconds, directory: directory, ledger: ledger)
                     .run(url: "http://127.0.0.1:\(child.port)/bench/app/activate", script: WrkScripts.activate, name: "activate-\(child.port)", arguments: [seeded.pairs.path, seeded.sdkKey]) }
             })
             for (action, results) in [("validate", validate), ("activate", activate)] {
@@ -71,6 +72,7 @@ struct DatabaseBenchmarks: AsyncParsableCommand {
             }
             await database.close()
         }
+        try ledger.check("databases")
     }
 
     /// Runs the wrk invocations at the same time.

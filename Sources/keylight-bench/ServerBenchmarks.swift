@@ -102,6 +102,7 @@ struct ServerBenchmarks: AsyncParsableCommand {
             let activate = try wrk.run(url: small.base + "/bench/app/activate", script: WrkScripts.activate, name: "activate", arguments: [small.pairsFile.path, small.sdkKey])
             emit("server.activate", activate, extra: health.map { [("ratio_to_healthz", String(format: "%.3f", activate.requestsPerSecond / $0.requestsPerSecond))] } ?? [])
         }
+        try wrk.ledger.check("server")
     }
 
     private func median(_ values: [Double]) -> Double {
@@ -139,9 +140,16 @@ struct BenchServer: Sendable {
             portContinuation.yield(channel.localAddress?.port ?? 0)
             portContinuation.finish()
         }
-        let task = Task { try await server.application.run() }
+        // The stream ends with run(), so a server that fails before listening ends the wait.
+        let task = Task {
+            defer { portContinuation.finish() }
+            try await server.application.run()
+        }
         var iterator = ports.makeAsyncIterator()
-        guard let port = await iterator.next() else { throw BenchError("server did not start") }
+        guard let port = await iterator.next() else {
+            _ = try await task.value
+            throw BenchError("server did not start")
+        }
         let base = "http://127.0.0.1:\(port)"
         let seeded = try await Seeder.seed(base: base, licenses: activeLicenses, database: server.database, directory: directory, name: name)
         if totalLicenses > activeLicenses {

@@ -10,7 +10,10 @@ struct Wrk {
         var p50_us: Int
         var p99_us: Int
 
-        var requestsPerSecond: Double { Double(requests) / (Double(duration_us) / 1e6) }
+        /// Successful (2xx) requests per second: errors and other statuses are not work done.
+        var requestsPerSecond: Double { Double(max(0, requests - non2xx)) / (Double(duration_us) / 1e6) }
+        /// Socket errors and non-2xx answers.
+        var failures: Int { errors + non2xx }
         var p50ms: Double { Double(p50_us) / 1000 }
         var p99ms: Double { Double(p99_us) / 1000 }
     }
@@ -19,13 +22,17 @@ struct Wrk {
     var connections: Int
     var seconds: Int
     var directory: URL
+    /// Every run's failures, so a command can end non-zero when any figure counted one.
+    var ledger = FailureLedger()
 
     func run(url: String, script: String, name: String, arguments: [String] = []) throws -> Result {
         let scriptURL = directory.appendingPathComponent("\(name).lua")
         try Data(script.utf8).write(to: scriptURL)
         let process = Process()
         process.executableURL = URL(fileURLWithPath: "/usr/bin/env")
-        process.arguments = ["wrk", "-t\(threads)", "-c\(connections)", "-d\(seconds)s", "--latency", "-s", scriptURL.path, url] + (arguments.isEmpty ? [] : ["--"] + arguments)
+        // The run's tag goes last: the scripts seed their threads from it.
+        let tag = String(UUID().uuidString.prefix(8)).lowercased()
+        process.arguments = ["wrk", "-t\(threads)", "-c\(connections)", "-d\(seconds)s", "--latency", "-s", scriptURL.path, url, "--"] + arguments + [tag]
         let out = Pipe()
         process.standardOutput = out
         process.standardError = FileHandle.standardError
@@ -37,7 +44,25 @@ struct Wrk {
               let line = text.split(separator: "\n").last(where: { $0.hasPrefix("{\"requests\"") }) else {
             throw BenchError("wrk failed (is the Debian package wrk installed?): \(text)")
         }
-        return try JSONDecoder().decode(Result.self, from: Data(line.utf8))
+        let result = try JSONDecoder().decode(Result.self, from: Data(line.utf8))
+        if result.failures > 0 { ledger.record("\(name): \(result.errors) errors, \(result.non2xx) non-2xx of \(result.requests)") }
+        return result
+    }
+}
+
+/// Failures seen by the runs of one command (shared by copies of a ``Wrk``).
+final class FailureLedger: Sendable {
+    private let entries = Locked<[String]>([])
+
+    func record(_ entry: String) { entries.withLock { $0.append(entry) } }
+
+    /// Prints the failures and throws when there were any: a benchmark whose requests failed
+    /// measured something other than what it names.
+    func check(_ command: String) throws {
+        let seen = entries.withLock { $0 }
+        guard !seen.isEmpty else { return }
+        print(#"{"benchmark":"\#(command).failures","count":\#(seen.count)}"#)
+        throw BenchError("\(command): requests failed, so the figures above are not clean: \(seen.joined(separator: "; "))")
     }
 }
 

@@ -10,8 +10,26 @@ enum WrkScripts {
 
     static let healthz = report
 
+    /// Numbers each thread and seeds its random numbers from the run and the thread (LuaJIT
+    /// starts every thread on the same sequence, so unseeded threads send the same requests).
+    /// The last argument is the run's tag, which ``Wrk`` appends.
+    static let threads = """
+    local started = 0
+    setup = function(thread)
+      started = started + 1
+      thread:set("tid", started)
+    end
+    local function seed(args)
+      local tag = args[#args]
+      local n = 0
+      for i = 1, #tag do n = (n * 31 + tag:byte(i)) % 2147483647 end
+      math.randomseed(n + tid * 7919)
+      return tag .. "-" .. tid
+    end
+    """
+
     /// Cycles through `<license key> <instance id>` lines; args: file, SDK key.
-    static let validate = """
+    static let validate = threads + "\n" + """
     local entries = {}
     local index = 0
     init = function(args)
@@ -19,6 +37,7 @@ enum WrkScripts {
         local key, instance = line:match("(%S+) (%S+)")
         table.insert(entries, '{"license_key":"' .. key .. '","instance_id":"' .. instance .. '"}')
       end
+      seed(args)
       index = math.random(#entries)
       wrk.headers["X-Keylight-SDK-Key"] = args[2]
       wrk.headers["Content-Type"] = "application/json"
@@ -30,7 +49,7 @@ enum WrkScripts {
     """ + "\n" + report
 
     /// Activates a fresh machine on each request, cycling through license keys; args: file, SDK key.
-    static let activate = """
+    static let activate = threads + "\n" + """
     local keys = {}
     local index = 0
     local counter = 0
@@ -40,8 +59,8 @@ enum WrkScripts {
         local key = line:match("(%S+)")
         table.insert(keys, key)
       end
+      thread_tag = seed(args)
       index = math.random(#keys)
-      thread_tag = tostring(math.random(1, 1000000000))
       wrk.headers["X-Keylight-SDK-Key"] = args[2]
       wrk.headers["Content-Type"] = "application/json"
     end

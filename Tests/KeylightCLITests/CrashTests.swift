@@ -1,12 +1,13 @@
 import AsyncHTTPClient
 import Foundation
+import KeylightFuzzSupport
 import KeylightCore
 import NIOConcurrencyHelpers
 import KeylightTestSupport
 import Testing
 
 /// `keylight serve` killed without warning, and shut down while its database misbehaves.
-@Suite(.serialized) struct CrashTests {
+@Suite(.serialized, .timeLimit(.minutes(3))) struct CrashTests {
     enum Backend: String, CaseIterable, CustomTestStringConvertible {
         case sqlite, postgres
         var testDescription: String { rawValue }
@@ -52,7 +53,7 @@ import Testing
             }
             return try await group.reduce(into: [String]()) { if let id = $1 { $0.append(id) } }
         }
-        #expect(try await Self.exits(server.process, within: .seconds(10)))
+        try #require(try await Self.exits(server.process, within: .seconds(10)))
         #expect(server.process.terminationReason == .uncaughtSignal && server.process.terminationStatus == SIGKILL)
         #expect(acknowledged.count >= 25)
 

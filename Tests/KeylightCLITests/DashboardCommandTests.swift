@@ -1,8 +1,9 @@
 import Foundation
+import KeylightFuzzSupport
 import Testing
 
 /// `keylight admin create-user` / `list-users`, and the dashboard in a real browser.
-@Suite struct DashboardCommandTests {
+@Suite(.timeLimit(.minutes(3))) struct DashboardCommandTests {
     @Test func createUserHashesThePasswordAndRefusesBadInput() throws {
         let database = try temporaryDirectory().appendingPathComponent("users.sqlite").path
         let created = try CLI.run(["admin", "create-user", "--db", database, "--email", "Dev@Example.com"], stdin: Data("a long enough password\n".utf8))
@@ -27,7 +28,7 @@ import Testing
     /// Set by `.ci/run`, which installs Chromium, chromedriver and selenium.
     static var browserTestsEnabled: Bool { ProcessInfo.processInfo.environment["KEYLIGHT_BROWSER_TESTS"] == "1" }
 
-    @Test(.enabled(if: browserTestsEnabled, "needs Chromium + selenium: run through .ci/run or set KEYLIGHT_BROWSER_TESTS=1"))
+    @Test(.enabled(if: PrerequisiteGate.enabled(browserTestsEnabled), "needs Chromium + selenium: run through .ci/run or set KEYLIGHT_BROWSER_TESTS=1"))
     func theDashboardInAHeadlessBrowser() async throws {
         let database = try temporaryDirectory().appendingPathComponent("browser.sqlite").path
         let password = "browser test password"

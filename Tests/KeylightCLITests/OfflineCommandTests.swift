@@ -1,8 +1,9 @@
 import Foundation
+import KeylightFuzzSupport
 import KeylightCore
 import Testing
 
-@Suite struct KeysCommandTests {
+@Suite(.timeLimit(.minutes(3))) struct KeysCommandTests {
     @Test func generateWritesA0600KeyFile() throws {
         let path = try temporaryDirectory().appendingPathComponent("k.json").path
         let result = try CLI.run(["keys", "generate", "--kid", "k1", "--out", path])
@@ -39,7 +40,7 @@ import Testing
     }
 }
 
-@Suite struct LicenseKeyCommandTests {
+@Suite(.timeLimit(.minutes(3))) struct LicenseKeyCommandTests {
     @Test func generateHashAndMask() throws {
         let generated = try CLI.run(["license-key", "generate", "--prefix", "ACME"])
         #expect(generated.status == 0)
@@ -69,7 +70,7 @@ import Testing
     }
 }
 
-@Suite struct LeaseCommandTests {
+@Suite(.timeLimit(.minutes(3))) struct LeaseCommandTests {
     struct Fixture {
         var directory: URL
         var keyPath: String
@@ -187,7 +188,7 @@ import Testing
     }
 }
 
-@Suite("CLI against the conformance vectors (needs ../shared/conformance)", .enabled(if: Shared.hasLeaseVectors, "../shared is absent"))
+@Suite("CLI against the conformance vectors (needs ../shared/conformance)", .enabled(if: PrerequisiteGate.enabled(Shared.hasLeaseVectors), "../shared is absent"), .timeLimit(.minutes(3)))
 struct CLIConformanceTests {
     @Test func everyVectorGivesItsExpectedLineAndExitCode() throws {
         let file = try #require(try JSONSerialization.jsonObject(with: Data(contentsOf: Shared.leaseVectors)) as? [String: Any])

@@ -8,7 +8,7 @@ import Testing
 
 /// `keylight serve` and `keylight migrate` as processes: first start, the admin token, and
 /// graceful shutdown without losing a committed write.
-@Suite(.serialized) struct ServeCommandTests {
+@Suite(.serialized, .timeLimit(.minutes(3))) struct ServeCommandTests {
     static func databasePath() throws -> String {
         try temporaryDirectory().appendingPathComponent("keylight.sqlite").path
     }

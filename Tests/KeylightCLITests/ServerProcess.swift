@@ -54,7 +54,10 @@ final class ServerProcess: Sendable {
         for _ in 0..<400 where process.isRunning {
             try? await Task.sleep(for: .milliseconds(50))
         }
-        return process.terminationStatus
+        // Reading the status of a live process traps: a server that ignored SIGTERM is killed.
+        if process.isRunning { kill(process.processIdentifier, SIGKILL) }
+        for _ in 0..<100 where process.isRunning { try? await Task.sleep(for: .milliseconds(50)) }
+        return process.isRunning ? -1 : process.terminationStatus
     }
 
     func request(_ method: HTTPMethod, _ path: String, headers: [(String, String)] = [], json: String? = nil, timeout: TimeAmount = .seconds(30), using client: HTTPClient) async throws -> (status: Int, body: [String: Any]) {

@@ -1,11 +1,12 @@
 import Foundation
+import KeylightFuzzSupport
 import KeylightTestSupport
 import Testing
 
 /// Stripe's money paths (protocol 6.6) from outside: `Tests/Stripe/stripe_money_paths.py` drives a
 /// real `keylight serve` with events signed by Stripe's own Python library, so the signature check
 /// is held against a signer that shares no code with the server.
-@Suite struct StripeScriptTests {
+@Suite(.timeLimit(.minutes(3))) struct StripeScriptTests {
     /// Whether `python3` can import the `stripe` package.
     static var stripePackageInstalled: Bool {
         let process = Process()

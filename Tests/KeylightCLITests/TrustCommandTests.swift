@@ -3,7 +3,7 @@ import NIOConcurrencyHelpers
 import Testing
 
 /// `keylight trust`: two processes pair over loopback, then authenticate with the mutual challenge.
-@Suite struct TrustCommandTests {
+@Suite(.timeLimit(.minutes(3))) struct TrustCommandTests {
     /// A `keylight trust listen` child process, its output collected.
     final class Listener: Sendable {
         let process: Process
@@ -38,7 +38,11 @@ import Testing
         func waitForExit() async -> Int32 {
             for _ in 0..<200 where process.isRunning { try? await Task.sleep(for: .milliseconds(50)) }
             if process.isRunning { process.terminate() }
-            return process.terminationStatus
+            // Reading the status of a live process traps: wait for the exit the signal causes.
+            for _ in 0..<100 where process.isRunning { try? await Task.sleep(for: .milliseconds(50)) }
+            if process.isRunning { kill(process.processIdentifier, SIGKILL) }
+            for _ in 0..<100 where process.isRunning { try? await Task.sleep(for: .milliseconds(50)) }
+            return process.isRunning ? -1 : process.terminationStatus
         }
     }
 

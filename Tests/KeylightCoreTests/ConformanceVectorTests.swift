@@ -1,9 +1,10 @@
 import Foundation
+import KeylightFuzzSupport
 import KeylightCore
 import Testing
 
 /// The hosted service's published lease vectors, read from `../shared/conformance` as given.
-@Suite("Lease conformance vectors (needs ../shared/conformance)", .enabled(if: Shared.hasLeaseVectors, "../shared is absent"))
+@Suite("Lease conformance vectors (needs ../shared/conformance)", .enabled(if: PrerequisiteGate.enabled(Shared.hasLeaseVectors), "../shared is absent"), .timeLimit(.minutes(3)))
 struct ConformanceVectorTests {
     struct VectorFile: Decodable {
         var version: Int

@@ -3,7 +3,7 @@ import Foundation
 import KeylightFuzzSupport
 import Testing
 
-@Suite struct EncodingTests {
+@Suite(.timeLimit(.minutes(3))) struct EncodingTests {
     @Test func base64AcceptsBothAlphabetsPaddedOrNot() {
         let bytes: [UInt8] = [0xFB, 0xFF, 0xBF, 0x00, 0x01]
         #expect(Base64.encode(bytes) == "+/+/AAE=")
@@ -47,7 +47,7 @@ import Testing
     }
 }
 
-@Suite struct Base64PaddingTests {
+@Suite(.timeLimit(.minutes(3))) struct Base64PaddingTests {
     @Test(arguments: ["QQ==", "QQ", "QUI=", "QUI", "QUJD"])
     func correctPaddingOrNoneDecodes(text: String) {
         #expect(Base64.decode(text) != nil)
@@ -59,7 +59,7 @@ import Testing
     }
 }
 
-@Suite struct RandomBytesTests {
+@Suite(.timeLimit(.minutes(3))) struct RandomBytesTests {
     @Test func fillsExactCountsFromWholeDraws() {
         var generator = SeededGenerator(seed: 1)
         for count in [0, 1, 7, 8, 9, 16, 33] {

@@ -3,7 +3,7 @@ import Foundation
 @testable import KeylightCore
 import Testing
 
-@Suite struct SigningKeyTests {
+@Suite(.timeLimit(.minutes(3))) struct SigningKeyTests {
     @Test func keyFileRoundTripsWithMode0600() throws {
         let directory = try temporaryDirectory()
         let path = directory.appendingPathComponent("signing.json").path
@@ -75,7 +75,7 @@ import Testing
     }
 }
 
-@Suite struct KeysetTests {
+@Suite(.timeLimit(.minutes(3))) struct KeysetTests {
     static let k1 = try! SigningKey.generate(kid: "k1")
     static let k2 = try! SigningKey.generate(kid: "k2")
     static let k3 = try! SigningKey.generate(kid: "k3")

@@ -3,7 +3,7 @@ import Foundation
 @testable import KeylightCore
 import Testing
 
-@Suite struct LeaseTests {
+@Suite(.timeLimit(.minutes(3))) struct LeaseTests {
     static let hash = String(repeating: "a", count: 64)
     static let instance = "00000000-0000-4000-8000-000000000001"
     /// Seed 0x00..0x1F; public key and signatures below were made independently with Python's

@@ -3,7 +3,7 @@ import Foundation
 import KeylightFuzzSupport
 import Testing
 
-@Suite struct LicenseKeyTests {
+@Suite(.timeLimit(.minutes(3))) struct LicenseKeyTests {
     static let crockford = Set("0123456789ABCDEFGHJKMNPQRSTVWXYZ")
 
     @Test func generatedKeysHaveTheDocumentedShape() throws {
@@ -129,7 +129,7 @@ import Testing
     }
 }
 
-@Suite struct NormalisationTests {
+@Suite(.timeLimit(.minutes(3))) struct NormalisationTests {
     @Test(arguments: [
         " acme-ab12-cd34-ef56-gh78 ", "\tACME-AB12-CD34-EF56-GH78\r\n", "acme-ab12-cd34-ef56-gh78\u{0B}\u{0C}", "", "   ",
         "\u{00A0}acme-ab12-cd34-ef56-gh78\u{2003}", "ｱcme", "straße-x",

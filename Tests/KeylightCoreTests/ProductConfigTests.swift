@@ -2,7 +2,7 @@ import Foundation
 @testable import KeylightCore
 import Testing
 
-@Suite struct ProductConfigTests {
+@Suite(.timeLimit(.minutes(3))) struct ProductConfigTests {
     static let config = ProductConfig(
         tenantId: "acme", productId: "app", trialDurationDays: 14, freeTierEnabled: true,
         issuedAt: 1_700_000_000, expiresAt: 1_700_086_400

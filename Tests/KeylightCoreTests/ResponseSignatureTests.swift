@@ -3,7 +3,7 @@ import Foundation
 @testable import KeylightCore
 import Testing
 
-@Suite struct ResponseSignatureTests {
+@Suite(.timeLimit(.minutes(3))) struct ResponseSignatureTests {
     static let root = try! SigningKey.generate(kid: "root1")
     static let now: Int64 = 1_781_076_246
     static let today = keylightDay(now)

@@ -14,6 +14,11 @@ final class LiveServer: @unchecked Sendable {
     // @unchecked: `task` and `port` are set once in `start` before the instance is shared.
     let databasePath: String
     private(set) var port = 0
+
+    /// The server ended without listening (and without an error of its own).
+    struct StartError: Error, CustomStringConvertible {
+        var description: String { "the server stopped before it listened" }
+    }
     private var task: Task<Void, any Error>?
     static let adminToken = "e2e-admin"
 
@@ -39,9 +44,19 @@ final class LiveServer: @unchecked Sendable {
             continuation.yield(channel.localAddress?.port ?? 0)
             continuation.finish()
         }
-        task = Task { try await server.application.run() }
+        // Finishing the stream when run() ends means a server that fails before listening ends
+        // the wait too (with its error), instead of leaving it waiting forever.
+        let running = Task {
+            defer { continuation.finish() }
+            try await server.application.run()
+        }
+        task = running
         var iterator = ports.makeAsyncIterator()
-        port = await iterator.next() ?? 0
+        guard let listening = await iterator.next() else {
+            _ = try await running.value
+            throw StartError()
+        }
+        port = listening
     }
 
     /// Stops the server and waits until its port refuses connections.

@@ -4,7 +4,7 @@ import KeylightCore
 @testable import KeylightServer
 import Testing
 
-@Suite struct AdminAPITests {
+@Suite(.timeLimit(.minutes(3))) struct AdminAPITests {
     @Test func everyAdminRouteNeedsTheToken() async throws {
         try await Harness().run { client in
             let seed = try await client.seed()

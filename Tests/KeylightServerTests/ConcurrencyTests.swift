@@ -6,7 +6,7 @@ import NIOCore
 import Testing
 
 /// The activation cap under concurrency: in-process through the router, and over real HTTP.
-@Suite struct ConcurrencyTests {
+@Suite(.timeLimit(.minutes(3))) struct ConcurrencyTests {
     static func databaseFile() throws -> String {
         let directory = FileManager.default.temporaryDirectory.appendingPathComponent("keylight-\(UUID().uuidString)")
         try FileManager.default.createDirectory(at: directory, withIntermediateDirectories: true)

@@ -1,4 +1,5 @@
 import Foundation
+import KeylightFuzzSupport
 import HTTPTypes
 import KeylightCore
 @testable import KeylightServer
@@ -6,7 +7,7 @@ import SQLKit
 import Testing
 
 /// The database going away while the server runs: 503 with Retry-After, no crash, recovery.
-@Suite struct DatabaseOutageTests {
+@Suite(.timeLimit(.minutes(3))) struct DatabaseOutageTests {
     @Test func closedDatabaseAnswers503AndTheServerStaysUp() async throws {
         try await Harness().run { client in
             let seed = try await client.seed()
@@ -20,7 +21,7 @@ import Testing
         }
     }
 
-    @Test(.enabled(if: StorageBackend.postgresURL != nil, "KEYLIGHT_TEST_POSTGRES_URL is not set"))
+    @Test(.enabled(if: PrerequisiteGate.enabled(StorageBackend.postgresURL != nil), "KEYLIGHT_TEST_POSTGRES_URL is not set"))
     func postgresConnectionsKilledMidRunRecover() async throws {
         let base = try #require(StorageBackend.postgresURL)
         let name = "kl_" + UUID().uuidString.lowercased().replacingOccurrences(of: "-", with: "")
@@ -35,7 +36,11 @@ import Testing
             let seed = try await client.seed()
             let instance = try #require(try await client.activate(seed)["instance_id"] as? String)
             // What a database restart does to the server's connections.
-            try await admin.sql.raw("SELECT pg_terminate_backend(pid) FROM pg_stat_activity WHERE datname = \(bind: name) AND pid <> pg_backend_pid()").run()
+            let killed = try await admin.sql.raw("""
+                SELECT pid, pg_terminate_backend(pid) AS terminated FROM pg_stat_activity WHERE datname = \(bind: name) AND pid <> pg_backend_pid()
+                """).all()
+            let pids = try killed.map { try $0.decode(column: "pid", as: Int.self) }
+            #expect(!killed.isEmpty && killed.allSatisfy { (try? $0.decode(column: "terminated", as: Bool.self)) == true }, "no server connection was killed")
             var statuses: [Int] = []
             for _ in 0..<20 {
                 let reply = try await client.validate(seed, instance: instance)
@@ -46,6 +51,9 @@ import Testing
             }
             #expect(statuses.allSatisfy { $0 == 200 || $0 == 503 }, "\(statuses)")
             #expect(statuses.last == 200, "\(statuses)")
+            // Recovered on new connections: none of the killed ones is still there.
+            let alive = try await admin.sql.raw("SELECT pid FROM pg_stat_activity WHERE datname = \(bind: name)").all(decodingColumn: "pid", as: Int.self)
+            #expect(Set(alive).isDisjoint(with: pids) && !alive.isEmpty, "\(alive) vs killed \(pids)")
         }
         await admin.close()
     }

@@ -5,7 +5,7 @@ import KeylightCore
 import Testing
 
 /// Every row of the protocol's error table, with its status and code; none changes anything.
-@Suite struct ErrorTableTests {
+@Suite(.timeLimit(.minutes(3))) struct ErrorTableTests {
     @Test func badRequests() async throws {
         try await Harness().run { client in
             let seed = try await client.seed()
@@ -102,6 +102,10 @@ import Testing
             #expect(limited["activated"] as? Bool == false)
             #expect(limited.headers[.retryAfter].flatMap(Int.init).map { $0 >= 1 } == true)
             #expect(try await client.count("SELECT COUNT(*) AS n FROM instances") == 3)
+            // The limiter runs on the server's injected clock: a minute later one token is back.
+            client.clock.advance(by: 60)
+            #expect(try await client.activate(seed, machine: "m9").status == .ok)
+            #expect(try await client.activate(seed, machine: "m10").status == .tooManyRequests)
             // Another license is not affected.
             let other = try await client.mint(seed)
             #expect(try await client.activate(seed, key: other.key).status == .ok)
@@ -134,7 +138,7 @@ import Testing
     }
 }
 
-@Suite struct FieldTests {
+@Suite(.timeLimit(.minutes(3))) struct FieldTests {
     @Test(arguments: ["a\u{0}", "a\u{1F}b", "\u{7F}", "x\u{85}y", "\u{9F}"])
     func controlCharactersAreFound(text: String) {
         #expect(Field.containsControlCharacter(text))
@@ -148,7 +152,7 @@ import Testing
 
 /// A known path asked with a method it does not have: 405 with `Allow` (RFC 9110), before any
 /// authentication, and nothing changes; an unknown path stays 404.
-@Suite struct MethodNotAllowedTests {
+@Suite(.timeLimit(.minutes(3))) struct MethodNotAllowedTests {
     @Test func knownPathsAnswer405WithAllow() async throws {
         try await Harness().run { client in
             let seed = try await client.seed()

@@ -7,7 +7,7 @@ import KeylightFuzzSupport
 import Testing
 
 /// The server against hostile input, slow and numerous peers, and proxies.
-@Suite struct HardeningTests {
+@Suite(.timeLimit(.minutes(3))) struct HardeningTests {
     // MARK: Integer overflow on untrusted input
 
     @Test func anExtremeStripeTimestampIsRefusedNotFatal() async throws {

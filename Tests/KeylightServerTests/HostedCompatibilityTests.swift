@@ -5,7 +5,7 @@ import KeylightCore
 import Testing
 
 /// Protocol 6.1: what the hosted service's clients and migrated customers need from this server.
-@Suite struct HostedCompatibilityTests {
+@Suite(.timeLimit(.minutes(3))) struct HostedCompatibilityTests {
     @Test func productPrefixesOfTwoToEightCharacters() async throws {
         try await Harness().run { client in
             _ = try await client.admin(.post, "/tenants", ["id": "acme", "name": "Acme"])

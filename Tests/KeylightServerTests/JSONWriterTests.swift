@@ -3,7 +3,7 @@ import KeylightCore
 @testable import KeylightServer
 import Testing
 
-@Suite struct JSONWriterTests {
+@Suite(.timeLimit(.minutes(3))) struct JSONWriterTests {
     @Test func escapesWhatJSONRequires() throws {
         let tricky = "quote\" backslash\\ newline\n tab\t bell\u{07} nul\u{0} é 日本 🎉 </script>"
         var writer = JSONWriter()

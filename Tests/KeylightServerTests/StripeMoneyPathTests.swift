@@ -7,7 +7,7 @@ import Testing
 /// Protocol 6.6 (issue 15): licenses only for money received, Stripe events in any order, one
 /// Stripe account behind several tenants, events that cannot apply yet, and the buyer's
 /// one-time pick-up of the key on the Checkout success page.
-@Suite struct StripeMoneyPathTests {
+@Suite(.timeLimit(.minutes(3))) struct StripeMoneyPathTests {
     typealias Stripe = StripeWebhookTests
 
     /// Signs and delivers one event to `tenant`'s endpoint.
@@ -360,7 +360,7 @@ import Testing
 }
 
 /// Migration 0008 on a database that already received Stripe events.
-@Suite struct MoneyPathsMigrationTests {
+@Suite(.timeLimit(.minutes(3))) struct MoneyPathsMigrationTests {
     @Test(arguments: StorageBackend.available)
     func eventsReceivedBeforeTheUpgradeStayDuplicatesOfTheirTenant(backend: StorageBackend) async throws {
         let before = Array(Migration.all.prefix { $0.name != Migration.moneyPaths.name })

@@ -1,9 +1,10 @@
 import Foundation
+import KeylightTestSupport
 import KeylightCore
 @testable import KeylightServer
 import Testing
 
-@Suite struct ValidationTests {
+@Suite(.timeLimit(.minutes(3))) struct ValidationTests {
     @Test func validateIssuesAFreshLeaseAndASignedConfig() async throws {
         let harness = Harness()
         try await harness.run { client in

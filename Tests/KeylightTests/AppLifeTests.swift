@@ -25,7 +25,7 @@ final class FlakyStore: SecureStore, @unchecked Sendable {
 /// Issue 14, point 3: the rules that keep a paying customer licensed through bad networks,
 /// proxies, clocks and stores, and still act on the server's real verdicts.
 @MainActor
-@Suite struct AppLifeTests {
+@Suite(.timeLimit(.minutes(3))) struct AppLifeTests {
     /// 404 (ours or a proxy's), 401, 400, 409 are configuration or transport problems, never a verdict.
     @Test func onlyVerdictsChangeTheState() async throws {
         let server = FakeServer(clock: TestClock())

@@ -30,7 +30,8 @@ final class FakeServer: Transport, @unchecked Sendable {
     private var _trialDays = 14
     private var _freeTier = true
     private var _licenseExpiresAt: Int64?
-    private var _gate: CheckedContinuation<Void, Never>?
+    /// Requests parked by ``hold()``, all resumed by ``release()``.
+    private var _gates: [CheckedContinuation<Void, Never>] = []
     private var _holding = false
     private var _serverOffset: Int64 = 0
     private var _configOverride: SignedProductConfig?
@@ -60,22 +61,27 @@ final class FakeServer: Transport, @unchecked Sendable {
     /// Requests wait until ``release()``.
     func hold() { lock.withLock { _holding = true } }
     func release() {
-        let gate = lock.withLock { () -> CheckedContinuation<Void, Never>? in
+        let gates = lock.withLock { () -> [CheckedContinuation<Void, Never>] in
             _holding = false
-            defer { _gate = nil }
-            return _gate
+            defer { _gates = [] }
+            return _gates
         }
-        gate?.resume()
+        for gate in gates { gate.resume() }
     }
 
     var keyset: [String: Curve25519.Signing.PublicKey] { [key.kid: key.publicKey] }
 
     func send(_ request: TransportRequest) async throws -> TransportResponse {
-        let holding = lock.withLock { () -> Bool in
-            _requests.append(request)
-            return _holding
+        lock.withLock { _requests.append(request) }
+        // Whether to wait is decided under the same lock that parks the request, so a release()
+        // in between cannot be missed (the request would wait forever).
+        await withCheckedContinuation { (continuation: CheckedContinuation<Void, Never>) in
+            let park = lock.withLock { () -> Bool in
+                if _holding { _gates.append(continuation) }
+                return _holding
+            }
+            if !park { continuation.resume() }
         }
-        if holding { await withCheckedContinuation { continuation in lock.withLock { _gate = continuation } } }
         switch mode {
         case .offline:
             throw URLError(.notConnectedToInternet)

@@ -5,7 +5,7 @@ import KeylightCore
 import Testing
 
 @MainActor
-@Suite struct LicenseManagerTests {
+@Suite(.timeLimit(.minutes(3))) struct LicenseManagerTests {
     @Test func activationLicensesAndPersists() async throws {
         let server = FakeServer(clock: TestClock())
         let store = InMemoryStore()
@@ -254,7 +254,7 @@ import Testing
     }
 }
 
-@Suite struct EncryptedFileStoreTests {
+@Suite(.timeLimit(.minutes(3))) struct EncryptedFileStoreTests {
     static func directory() -> URL {
         FileManager.default.temporaryDirectory.appendingPathComponent("keylight-store-\(UUID().uuidString)")
     }

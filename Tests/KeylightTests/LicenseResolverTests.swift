@@ -5,7 +5,7 @@ import KeylightCore
 import Testing
 
 /// Every row of the launch resolution table, on the pure resolver.
-@Suite struct LicenseResolverTests {
+@Suite(.timeLimit(.minutes(3))) struct LicenseResolverTests {
     static let signer = try! SigningKey.generate(kid: "k1")
     static let stranger = try! SigningKey.generate(kid: "k1")
     static let now: Int64 = 1_781_076_246
@@ -127,7 +127,7 @@ import Testing
     }
 }
 
-@Suite struct RefreshPolicyTests {
+@Suite(.timeLimit(.minutes(3))) struct RefreshPolicyTests {
     let policy = RefreshPolicy()
     let now: Int64 = 1_000_000
 

@@ -4,7 +4,7 @@ import KeylightCore
 import Testing
 
 @MainActor
-@Suite struct VerificationModeTests {
+@Suite(.timeLimit(.minutes(3))) struct VerificationModeTests {
     @Test func disabledSendsNoNonce() async throws {
         let server = FakeServer(clock: TestClock())
         server.signsResponses = true

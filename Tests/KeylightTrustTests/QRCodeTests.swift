@@ -1,10 +1,11 @@
 import Foundation
+import KeylightFuzzSupport
 @testable import KeylightTrust
 import Testing
 
 /// The QR encoder against the standard's structure, and its PNGs read back by an independent
 /// decoder (zxing-cpp; `.ci/run` installs it) for every level and lengths up to version 40.
-@Suite struct QRCodeTests {
+@Suite(.timeLimit(.minutes(3))) struct QRCodeTests {
     @Test func tablesAreConsistentForEveryVersionAndLevel() {
         for version in QRVersion.range {
             for level in QRErrorCorrection.allCases {
@@ -94,14 +95,15 @@ import Testing
         return lengths.sorted()
     }
 
-    @Test(.enabled(if: Decoder.available, "needs python3 with zxing-cpp and Pillow (.ci/run installs them)"),
+    @Test(.enabled(if: PrerequisiteGate.enabled(Decoder.available), "needs python3 with zxing-cpp and Pillow (.ci/run installs them)"),
           arguments: QRErrorCorrection.allCases)
     func independentDecoderReadsEveryVersion(level: QRErrorCorrection) throws {
         let directory = FileManager.default.temporaryDirectory.appendingPathComponent("keylight-qr-\(UUID().uuidString)")
         try FileManager.default.createDirectory(at: directory, withIntermediateDirectories: true)
         defer { try? FileManager.default.removeItem(at: directory) }
         let renderer = QRRenderer(quietZone: 4, scale: 4)
-        var generator = SystemRandomNumberGenerator()
+        let seed = Mutator.seed("qr payloads \(level)")
+        var generator = SeededGenerator(seed: seed)
         var expected: [String: (bytes: [UInt8], version: Int)] = [:]
         var versions = Set<Int>()
         for length in Self.lengths(for: level) {
@@ -119,7 +121,11 @@ import Testing
         for result in results {
             let path = try #require(result["file"] as? String)
             #expect(result["ok"] as? Bool == true, "zxing could not read \(path)")
-            #expect(result["bytes_hex"] as? String == expected[path].map { $0.bytes.map { String(format: "%02x", $0) }.joined() }, "\(path)")
+            #expect(result["bytes_hex"] as? String == expected[path].map { $0.bytes.map { String(format: "%02x", $0) }.joined() }, "\(path), seed \(seed)")
+            // The decoder read the symbol at the version and level it was drawn with.
+            #expect(result["version"] as? Int == expected[path]?.version, "\(path): version \(result["version"] ?? "none")")
+            #expect(result["ec_level"] as? String == ["low": "L", "medium": "M", "quartile": "Q", "high": "H"]["\(level)"], "\(path)")
+            #expect(result["valid"] as? Bool == true, "\(path)")
         }
     }
 }

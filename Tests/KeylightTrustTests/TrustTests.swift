@@ -111,7 +111,7 @@ extension Result where Failure == any Error {
     var trustError: TrustError? { if case .failure(let error) = self { return error as? TrustError } else { return nil } }
 }
 
-@Suite struct TrustTests {
+@Suite(.timeLimit(.minutes(3))) struct TrustTests {
     @Test func identityIsStableAndKeptInTheStore() throws {
         let store = InMemoryStore()
         let first = try DeviceIdentity.loadOrCreate(in: store, name: "Studio Mac")

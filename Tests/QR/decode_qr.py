@@ -20,10 +20,14 @@ def main():
             continue
         result = results[0]
         raw = bytes(result.bytes)
+        # zxing-cpp 3 reports the symbol's version and level in `extra` (a dict, or JSON text).
+        extra = getattr(result, "extra", None) or {}
+        if isinstance(extra, str):
+            extra = json.loads(extra or "{}")
         print(json.dumps({
             "file": path, "ok": True, "bytes_hex": raw.hex(),
-            "version": str(getattr(result, "version", "")), "ec_level": str(getattr(result, "ec_level", "")),
-            "valid": bool(getattr(result, "valid", True)),
+            "version": int(extra.get("Version") or 0), "ec_level": str(extra.get("ECLevel") or result.ec_level),
+            "valid": bool(result.valid),
         }))
 
 

@@ -125,7 +125,7 @@ func assemble(
     let sessions = SQLSessionStore(database: database, clock: clock)
     let dashboard = DashboardRoutes(
         admin: admin, accounts: accounts, renderer: try await DashboardRenderer.load(), sessions: sessions,
-        loginLimiter: RateLimiter(limit: configuration.limits.signIns), publicURL: configuration.publicURL,
+        loginLimiter: RateLimiter(limit: configuration.limits.signIns, clock: clock), publicURL: configuration.publicURL,
         secureCookies: configuration.publicURL?.lowercased().hasPrefix("https://") ?? false, logger: logger
     )
     let router = buildRouter(
@@ -177,7 +177,7 @@ func buildRouter(
     router.add(middleware: RequestObservationMiddleware(metrics: metrics, signer: signer, trustedProxies: trustedProxies))
     let ops = OpsRoutes(keyRing: keyRing, metrics: metrics)
     ops.register(on: router)
-    router.add(middleware: AddressRateLimitMiddleware(limiter: RateLimiter(limit: limits.perAddress)))
+    router.add(middleware: AddressRateLimitMiddleware(limiter: RateLimiter(limit: limits.perAddress, clock: licensing.clock)))
     ops.registerTenantKeysets(on: router)
     AdminRoutes(service: admin, limits: limits).register(on: router, tokenHash: adminTokenHash)
     StripeWebhookRoutes(admin: admin).register(on: router)

@@ -138,7 +138,7 @@ struct AddressRateLimitMiddleware: RouterMiddleware {
     let limiter: RateLimiter<IPAddress>
 
     func handle(_ request: Request, context: Context, next: (Request, Context) async throws -> Response) async throws -> Response {
-        if case .limited(let retryAfter) = limiter.acquire(context.rateLimitKey, now: ProcessInfo.processInfo.systemUptime) {
+        if case .limited(let retryAfter) = limiter.acquire(context.rateLimitKey) {
             throw APIError.rateLimited(retryAfter: retryAfter)
         }
         return try await next(request, context)

@@ -68,7 +68,7 @@ struct DashboardRoutes: Sendable {
         dash.post("/login") { request, context -> Response in
             let token = request.cookies[Self.loginCookie]?.value ?? ""
             let session = DashboardSession(userId: nil, email: nil, csrf: token)
-            if case .limited = loginLimiter.acquire(context.rateLimitKey, now: ProcessInfo.processInfo.systemUptime) {
+            if case .limited = loginLimiter.acquire(context.rateLimitKey) {
                 return errorPage(context, status: .tooManyRequests, "Too many sign-in attempts from your address; wait a minute.", back: "/dashboard/login")
             }
             guard !token.isEmpty, let form = await readForm(request), Self.csrfMatches(form, token) else {

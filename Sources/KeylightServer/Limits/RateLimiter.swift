@@ -1,3 +1,5 @@
+import Foundation
+import KeylightCore
 import NIOConcurrencyHelpers
 
 /// Token-bucket rate limiting keyed by client address or license, in memory and per process.
@@ -28,14 +30,23 @@ public final class RateLimiter<Key: Hashable & Sendable>: Sendable {
     public let limit: Limit
     private let state: NIOLockedValueBox<State>
     private let generationSize: Int
+    /// The server's injected clock, so tests move time instead of waiting for it. A clock set
+    /// back is harmless (refills never go negative); one set forward refills buckets once.
+    private let clock: any WallClock
 
-    public init(limit: Limit, maxKeys: Int = 100_000) {
+    public init(limit: Limit, maxKeys: Int = 100_000, clock: any WallClock = SystemWallClock()) {
         self.limit = limit
+        self.clock = clock
         self.generationSize = max(1, maxKeys / 2)
         self.state = NIOLockedValueBox(State())
     }
 
-    /// Takes one token for `key` at time `now` (seconds, any monotonic origin).
+    /// Takes one token for `key` now, by the limiter's clock.
+    public func acquire(_ key: Key) -> Decision {
+        acquire(key, now: clock.now.timeIntervalSince1970)
+    }
+
+    /// Takes one token for `key` at time `now` (seconds, any origin).
     public func acquire(_ key: Key, now: Double) -> Decision {
         guard !limit.isUnlimited else { return .allowed }
         let rate = Double(limit.perMinute) / 60

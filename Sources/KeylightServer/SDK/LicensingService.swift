@@ -23,7 +23,7 @@ final class LicensingService: Sendable {
         self.clock = clock
         self.touches = touches
         self.metrics = metrics
-        self.licenseLimiter = RateLimiter(limit: licenseLimit)
+        self.licenseLimiter = RateLimiter(limit: licenseLimit, clock: clock)
     }
 
     // MARK: Product and SDK key
@@ -54,7 +54,7 @@ final class LicensingService: Sendable {
     }
 
     private func limitLicense(_ key: LicenseKey) throws(APIError) {
-        if case .limited(let retryAfter) = licenseLimiter.acquire(key.keyHash, now: ProcessInfo.processInfo.systemUptime) {
+        if case .limited(let retryAfter) = licenseLimiter.acquire(key.keyHash) {
             throw .rateLimited(retryAfter: retryAfter)
         }
     }

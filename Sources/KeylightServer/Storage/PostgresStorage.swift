@@ -9,8 +9,12 @@ import SQLKit
 /// Opens a PostgreSQL database shared by any number of server processes.
 enum PostgresStorage {
     /// Connects to `url` (`postgres://user:pass@host:port/db[?sslmode=…]`) with a pool of about
-    /// `poolSize` connections, and checks the database answers before returning.
-    static func open(url: String, poolSize: Int, searchPath: [String]? = nil, queryDeadline: Duration = .seconds(30), logger: Logger) async throws -> Database {
+    /// `poolSize` connections, and checks the database answers before returning. A request
+    /// that waits `connectionWait` for a free connection fails (the server answers 503).
+    static func open(
+        url: String, poolSize: Int, searchPath: [String]? = nil, queryDeadline: Duration = .seconds(30),
+        connectionWait: TimeAmount = .seconds(10), logger: Logger
+    ) async throws -> Database {
         var configuration: SQLPostgresConfiguration
         do {
             configuration = try SQLPostgresConfiguration(url: url)
@@ -24,7 +28,7 @@ enum PostgresStorage {
         let perLoop = max(1, (poolSize + loops - 1) / loops)
         let pool = PoolBox(EventLoopGroupConnectionPool(
             source: PostgresConnectionSource(sqlConfiguration: configuration),
-            maxConnectionsPerEventLoop: perLoop, requestTimeout: .seconds(10), logger: logger, on: group
+            maxConnectionsPerEventLoop: perLoop, requestTimeout: connectionWait, logger: logger, on: group
         ))
         let sql = pool.pool.database(logger: logger).sql(queryLogLevel: nil)
         do {
