@@ -21,6 +21,6 @@ extension AdminService {
         }
         let raw = try sealer.open(sealed, context: StripeSealing.event(tenantId: tenantId, eventId: id))
         guard let event = try? JSONDecoder().decode(StripeEvent.self, from: raw), event.id == id else { throw APIError.internalError }
-        return try await database.applyStripeEvent(event, tenantId: tenantId, now: clock.unixSeconds, sealedEvent: sealed, sealer: sealer, retriedBy: actor)
+        return try await database.applyStripeEvent(event, tenantId: tenantId, now: clock.unixSeconds, sealEvent: { sealed }, sealer: sealer, retriedBy: actor)
     }
 }

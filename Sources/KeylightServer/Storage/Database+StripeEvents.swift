@@ -26,8 +26,9 @@ extension Database {
     /// delivery (even a concurrent one) changes nothing. An event that named an unknown product
     /// is the exception: it is applied again when it comes back, until it applies.
     ///
-    /// `sealedEvent` (the raw event, sealed) is kept only while the event is retryable.
-    func applyStripeEvent(_ event: StripeEvent, tenantId: String, now: Int64, sealedEvent: String?, sealer: SecretSealer, retriedBy: Actor? = nil) async throws -> StripeOutcome {
+    /// `sealEvent` seals the raw event; it is called, and the result kept, only when the event
+    /// is retryable.
+    func applyStripeEvent(_ event: StripeEvent, tenantId: String, now: Int64, sealEvent: @escaping @Sendable () throws -> String?, sealer: SecretSealer, retriedBy: Actor? = nil) async throws -> StripeOutcome {
         let outbox = self.outbox
         return try await write { db in
             let fresh = try await db.raw("""
@@ -48,7 +49,7 @@ extension Database {
             let context = StripeApplication(event: event, tenantId: tenantId, now: now, outbox: outbox, sealer: sealer, db: db)
             let outcome = try await context.apply()
             try await db.raw("""
-                UPDATE stripe_events SET outcome = \(bind: outcome.rawValue), sealed_event = \(bind: outcome.isRetryable ? sealedEvent : nil), updated_at = \(bind: now)
+                UPDATE stripe_events SET outcome = \(bind: outcome.rawValue), sealed_event = \(bind: outcome.isRetryable ? try sealEvent() : nil), updated_at = \(bind: now)
                 WHERE tenant_id = \(bind: tenantId) AND id = \(bind: event.id)
                 """).run()
             if let retriedBy {
@@ -139,6 +140,12 @@ private struct StripeApplication {
 
     // MARK: Checkout
 
+    /// A Stripe object id Keylight will store: present, non-empty and at most 255 bytes.
+    private static func storable(_ id: String?) -> String? {
+        guard let id, !id.isEmpty, id.utf8.count <= 255 else { return nil }
+        return id
+    }
+
     /// Sessions Keylight did not create (no product metadata) and sessions another tenant
     /// created on a shared Stripe account are not this tenant's business.
     private var isForThisTenant: Bool {
@@ -148,17 +155,26 @@ private struct StripeApplication {
     }
 
     private func checkout(paid: Bool) async throws -> StripeOutcome {
-        guard isForThisTenant, let sessionId = object.id, !sessionId.isEmpty, sessionId.utf8.count <= 255 else { return .ignored }
-        try await db.raw("""
-            INSERT INTO checkout_sessions (tenant_id, id, success_origin, payment_status, created_at)
-            VALUES (\(bind: tenantId), \(bind: sessionId), \(bind: object.successOrigin), \(bind: object.paymentStatus), \(bind: now))
-            ON CONFLICT (tenant_id, id) DO UPDATE SET
-                payment_status = CASE WHEN checkout_sessions.payment_status IN ('paid', 'failed')
-                                      THEN checkout_sessions.payment_status ELSE excluded.payment_status END,
-                success_origin = COALESCE(checkout_sessions.success_origin, excluded.success_origin)
-            """).run()
+        guard isForThisTenant, let sessionId = Self.storable(object.id) else { return .ignored }
+        try await recordSession(sessionId, paymentStatus: object.paymentStatus)
         guard paid else { return .awaitingPayment }
         return try await mint(sessionId: sessionId)
+    }
+
+    /// Notes what the event says of the session. A settled status (`paid`, `failed`) is not
+    /// undone by a late repeat of an earlier event; a failure always stands, and drops any key
+    /// still waiting to be picked up.
+    private func recordSession(_ sessionId: String, paymentStatus: String?) async throws {
+        try await db.raw("""
+            INSERT INTO checkout_sessions (tenant_id, id, success_origin, payment_status, created_at)
+            VALUES (\(bind: tenantId), \(bind: sessionId), \(bind: object.successOrigin), \(bind: paymentStatus), \(bind: now))
+            ON CONFLICT (tenant_id, id) DO UPDATE SET
+                payment_status = CASE WHEN excluded.payment_status = 'failed' THEN 'failed'
+                                      WHEN checkout_sessions.payment_status IN ('paid', 'failed') THEN checkout_sessions.payment_status
+                                      ELSE excluded.payment_status END,
+                sealed_license_key = CASE WHEN excluded.payment_status = 'failed' THEN NULL ELSE checkout_sessions.sealed_license_key END,
+                success_origin = COALESCE(checkout_sessions.success_origin, excluded.success_origin)
+            """).run()
     }
 
     private func mint(sessionId: String) async throws -> StripeOutcome {
@@ -182,8 +198,7 @@ private struct StripeApplication {
             """).first() != nil else { return .alreadyMinted }
 
         var expiresAt = keyType.durationDays.map { now + Int64($0) * 86_400 }
-        if let subscription = object.subscription, !subscription.isEmpty, subscription.utf8.count <= 255,
-           let state = try await lockedSubscriptionState(subscription) {
+        if let subscription = Self.storable(object.subscription), let state = try await lockedSubscriptionState(subscription) {
             // Events for the subscription may have come first.
             if let paidThrough = state.paidThrough, expiresAt.map({ paidThrough > $0 }) ?? true { expiresAt = paidThrough }
             if let endedAt = state.endedAt { expiresAt = min(expiresAt ?? endedAt, endedAt) }
@@ -210,12 +225,8 @@ private struct StripeApplication {
     /// The delayed payment never arrived: nothing is minted, and a license an earlier version
     /// minted on `completed` is revoked.
     private func paymentFailed() async throws -> StripeOutcome {
-        guard isForThisTenant, let sessionId = object.id, !sessionId.isEmpty, sessionId.utf8.count <= 255 else { return .ignored }
-        try await db.raw("""
-            INSERT INTO checkout_sessions (tenant_id, id, success_origin, payment_status, created_at)
-            VALUES (\(bind: tenantId), \(bind: sessionId), \(bind: object.successOrigin), 'failed', \(bind: now))
-            ON CONFLICT (tenant_id, id) DO UPDATE SET payment_status = 'failed', sealed_license_key = NULL
-            """).run()
+        guard isForThisTenant, let sessionId = Self.storable(object.id) else { return .ignored }
+        try await recordSession(sessionId, paymentStatus: "failed")
         let minted = try await db.raw("SELECT license_id FROM checkout_sessions WHERE tenant_id = \(bind: tenantId) AND id = \(bind: sessionId)")
             .first(decodingColumn: "license_id", as: String?.self) ?? nil
         var revoked = false
@@ -261,7 +272,7 @@ private struct StripeApplication {
     /// The subscription's end is recorded (the earliest one Stripe reported wins) and its
     /// licenses expire then, never later than they already did.
     private func subscriptionEnded() async throws -> StripeOutcome {
-        guard let subscription = object.id, !subscription.isEmpty, subscription.utf8.count <= 255 else { return .noLicense }
+        guard let subscription = Self.storable(object.id) else { return .noLicense }
         let endedAt = min(object.endedAt ?? event.created ?? now, now)
         try await db.raw("""
             INSERT INTO stripe_subscriptions (tenant_id, id, paid_through, ended_at, updated_at)
@@ -286,7 +297,7 @@ private struct StripeApplication {
     /// subscription that has ended: invoices arrive in any order, and late. A subscription's
     /// license minted from a lifetime key type takes its expiry from billing.
     private func invoicePaid() async throws -> StripeOutcome {
-        guard let subscription = object.invoiceSubscription, !subscription.isEmpty, subscription.utf8.count <= 255,
+        guard let subscription = Self.storable(object.invoiceSubscription),
               let paidThrough = object.paidThrough else { return .ignored }
         try await db.raw("""
             INSERT INTO stripe_subscriptions (tenant_id, id, paid_through, ended_at, updated_at)

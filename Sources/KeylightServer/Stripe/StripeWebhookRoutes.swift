@@ -35,8 +35,10 @@ struct StripeWebhookRoutes {
                 throw APIError.invalidRequest("Not a Stripe event.")
             }
             // Kept (sealed: it names the buyer) only while the event stays retryable.
-            let sealed = try admin.sealer.seal(Data(bytes), context: StripeSealing.event(tenantId: tenantId, eventId: event.id))
-            let outcome = try await admin.database.applyStripeEvent(event, tenantId: tenantId, now: now, sealedEvent: sealed, sealer: admin.sealer)
+            let sealer = admin.sealer
+            let outcome = try await admin.database.applyStripeEvent(event, tenantId: tenantId, now: now, sealEvent: {
+                try sealer.seal(Data(bytes), context: StripeSealing.event(tenantId: tenantId, eventId: event.id))
+            }, sealer: sealer)
             if outcome == .unknownProduct {
                 context.logger.notice("Stripe event for an unknown product or key type", metadata: ["event": .string(event.id), "tenant": .string(tenantId)])
                 // Not 2xx, so Stripe sends it again (for up to three days) while the product is created.
