@@ -8,7 +8,7 @@ import NIOCore
 
 /// Validate and activate throughput on SQLite vs PostgreSQL, and on PostgreSQL with one vs two
 /// server processes, in one run. Server processes are this executable re-launched as
-/// `keylight-bench serve-child`; with two, wrk splits the connections between them.
+/// `keylight-bench serve-child`; with two, wrk's threads are spread over both.
 struct DatabaseBenchmarks: AsyncParsableCommand {
     static let configuration = CommandConfiguration(commandName: "databases", abstract: "SQLite vs PostgreSQL, 1 vs 2 processes (needs wrk and PostgreSQL).")
 
@@ -54,41 +54,42 @@ struct DatabaseBenchmarks: AsyncParsableCommand {
             for _ in 0..<processes { children.append(try await ChildServer.start(target + ["--key", Base64.encode([UInt8](repeating: 5, count: 32))])) }
             defer { children.forEach { $0.stop() } }
             let seeded = try await Seeder.seed(base: "http://127.0.0.1:\(children[0].port)", licenses: licenses, database: database, directory: directory, name: "\(name)-\(processes)")
-            let share = max(1, connections / processes)
-            let validate = try Self.parallel(children.map { child in
-                { try Wrk(connections: share, seconds: seconds, directory: directory, ledger: ledger)
-                    .run(url: "http://127.0.0.1:\(child.port)/bench/app/validate", script: WrkScripts.validate, name: "validate-\(child.port)", arguments: [seeded.pairs.path, seeded.sdkKey]) }
-            })
-            let activate = try Self.parallel(children.map { child in
-                { try Wrk(connections: share, seconds: seconds, directory: directory, ledger: ledger)
-                    .run(url: "http://127.0.0.1:\(child.port)/bench/app/activate", script: WrkScripts.activate, name: "activate-\(child.port)", arguments: [seeded.pairs.path, seeded.sdkKey]) }
-            })
-            for (action, results) in [("validate", validate), ("activate", activate)] {
-                let rate = results.map(\.requestsPerSecond).reduce(0, +)
-                let p50 = results.map(\.p50ms).max() ?? 0
-                let p99 = results.map(\.p99ms).max() ?? 0
-                let errors = results.map { $0.errors + $0.non2xx }.reduce(0, +)
-                print(#"{"benchmark":"databases.\#(action)","database":"\#(name)","processes":\#(processes),"ops_per_sec":\#(String(format: "%.1f", rate)),"p50_ms":\#(String(format: "%.3f", p50)),"p99_ms":\#(String(format: "%.3f", p99)),"errors":\#(errors)}"#)
+            // One wrk whose threads are spread over the processes, so the percentiles come from
+            // one histogram of every request rather than from per-process figures.
+            let ports = children.map(\.port)
+            let load = Wrk(threads: max(2, processes), connections: connections, seconds: seconds, directory: directory, ledger: ledger)
+            let validate = try load.run(
+                url: "http://127.0.0.1:\(ports[0])/bench/app/validate", script: WrkScripts.spread(WrkScripts.validate, over: ports),
+                name: "validate-\(name)-\(processes)", arguments: [seeded.pairs.path, seeded.sdkKey, "", ""]
+            )
+            let activate = try load.run(
+                url: "http://127.0.0.1:\(ports[0])/bench/app/activate", script: WrkScripts.spread(WrkScripts.activate, over: ports),
+                name: "activate-\(name)-\(processes)", arguments: [seeded.pairs.path, seeded.sdkKey]
+            )
+            for (action, result) in [("validate", validate), ("activate", activate)] {
+                // Each process's own count, from its metrics: a spread that left one idle would
+                // make the two-process figure a one-process figure.
+                var served: [Int] = []
+                for port in ports { served.append(try await Self.served(port: port, metric: action == "validate" ? "keylight_validations_total" : "keylight_activations_total")) }
+                if served.contains(0) { ledger.record("\(action) \(name) x\(processes): a process served nothing (\(served))") }
+                print(#"{"benchmark":"databases.\#(action)","database":"\#(name)","processes":\#(processes),"ops_per_sec":\#(String(format: "%.1f", result.requestsPerSecond)),"# +
+                      #""p50_ms":\#(String(format: "%.3f", result.p50ms)),"p99_ms":\#(String(format: "%.3f", result.p99ms)),"requests":\#(result.requests),"served_per_process":\#(served),"errors":\#(result.errors),"non_2xx":\#(result.non2xx)}"#)
             }
             await database.close()
         }
         try ledger.check("databases")
     }
 
-    /// Runs the wrk invocations at the same time.
-    static func parallel(_ runs: [@Sendable () throws -> Wrk.Result]) throws -> [Wrk.Result] {
-        let results = Locked<[Result<Wrk.Result, any Error>]>([])
-        let group = DispatchGroup()
-        for run in runs {
-            group.enter()
-            DispatchQueue.global().async {
-                let result = Result { try run() }
-                results.withLock { $0.append(result) }
-                group.leave()
-            }
-        }
-        group.wait()
-        return try results.withLock { $0 }.map { try $0.get() }
+    /// The sum of a counter's series on one server process (`/metrics`, Prometheus text).
+    static func served(port: Int, metric: String) async throws -> Int {
+        var request = HTTPClientRequest(url: "http://127.0.0.1:\(port)/metrics")
+        request.method = .GET
+        let response = try await HTTPClient.shared.execute(request, timeout: .seconds(30))
+        let text = String(buffer: try await response.body.collect(upTo: 1 << 22))
+        return text.split(separator: "\n")
+            .filter { $0.hasPrefix(metric + "{") || $0.hasPrefix(metric + " ") }
+            .compactMap { $0.split(separator: " ").last.flatMap { Double($0) } }
+            .reduce(0) { $0 + Int($1) }
     }
 
     static func freshDatabase(base: String, logger: Logger) async throws -> String {

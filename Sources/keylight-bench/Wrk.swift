@@ -9,6 +9,8 @@ struct Wrk {
         var non2xx: Int
         var p50_us: Int
         var p99_us: Int
+        /// Responses that carried a response signature (counted only by scripts that look).
+        var signed: Int
 
         /// Successful (2xx) requests per second: errors and other statuses are not work done.
         var requestsPerSecond: Double { Double(max(0, requests - non2xx)) / (Double(duration_us) / 1e6) }

@@ -1,4 +1,5 @@
 import Foundation
+import KeylightFuzzSupport
 
 /// Runs the built `keylight` binary, as a user or script would.
 enum CLI {
@@ -23,28 +24,14 @@ enum CLI {
         return Bundle.main.bundleURL.appendingPathComponent("keylight")
     }
 
+    /// Runs `keylight` with `arguments` to its end (off the concurrency pool: see ``ChildProcess``).
     @discardableResult
-    static func run(_ arguments: [String], stdin: Data? = nil) throws -> Result {
-        let process = Process()
-        process.executableURL = binary
-        process.arguments = arguments
-        let out = Pipe()
-        let err = Pipe()
-        process.standardOutput = out
-        process.standardError = err
-        let input = Pipe()
-        process.standardInput = input
-        try process.run()
-        if let stdin { input.fileHandleForWriting.write(stdin) }
-        try input.fileHandleForWriting.close()
-        // Read before waiting so a full pipe cannot deadlock the child.
-        let stdout = out.fileHandleForReading.readDataToEndOfFile()
-        let stderr = err.fileHandleForReading.readDataToEndOfFile()
-        process.waitUntilExit()
+    static func run(_ arguments: [String], stdin: Data? = nil, limit: Duration = .seconds(120)) async throws -> Result {
+        let output = try await ChildProcess.run(binary, arguments, stdin: stdin, limit: limit)
         return Result(
-            status: process.terminationStatus,
-            stdout: String(decoding: stdout, as: UTF8.self),
-            stderr: String(decoding: stderr, as: UTF8.self)
+            status: output.status,
+            stdout: String(decoding: output.stdout, as: UTF8.self),
+            stderr: String(decoding: output.stderr, as: UTF8.self)
         )
     }
 }
@@ -54,22 +41,8 @@ extension CLI {
     /// Runs a Python script of the package (`Tests/…/x.py`) with extra environment; a script
     /// that hangs is terminated after `limit` (and then fails on its status).
     static func python(_ script: String, environment extra: [String: String], limit: Duration) async throws -> (status: Int32, output: String) {
-        let process = Process()
-        process.executableURL = URL(fileURLWithPath: "/usr/bin/env")
-        process.arguments = ["python3", packageRoot.appendingPathComponent(script).path]
-        process.environment = ProcessInfo.processInfo.environment.merging(extra) { $1 }
-        let output = Pipe()
-        process.standardOutput = output
-        process.standardError = output
-        try process.run()
-        let watchdog = Task {
-            try await Task.sleep(for: limit)
-            if process.isRunning { process.terminate() }
-        }
-        let text = String(decoding: output.fileHandleForReading.readDataToEndOfFile(), as: UTF8.self)
-        process.waitUntilExit()
-        watchdog.cancel()
-        return (process.terminationStatus, text)
+        let output = try await ChildProcess.python(packageRoot.appendingPathComponent(script).path, environment: extra, limit: limit)
+        return (output.status, String(decoding: output.stdout, as: UTF8.self))
     }
 
     static var packageRoot: URL {

@@ -25,24 +25,24 @@ import Testing
         let keysPath = directory.appendingPathComponent("keys.json")
         try Data(keysBody.readableBytesView).write(to: keysPath)
 
-        func client(_ arguments: [String], port: Int) throws -> CLI.Result {
-            try CLI.run(["client", "--server", "http://127.0.0.1:\(port)", "--tenant", "acme", "--product", "app", "--sdk-key", sdkKey,
+        func client(_ arguments: [String], port: Int) async throws -> CLI.Result {
+            try await CLI.run(["client", "--server", "http://127.0.0.1:\(port)", "--tenant", "acme", "--product", "app", "--sdk-key", sdkKey,
                          "--keys", keysPath.path, "--store", directory.appendingPathComponent("store").path] + arguments)
         }
         func state(_ result: CLI.Result) throws -> [String: Any] {
             try #require(try JSONSerialization.jsonObject(with: Data(result.stdout.utf8)) as? [String: Any], "\(result.stdout) \(result.stderr)")
         }
 
-        let before = try client(["status"], port: server.port)
+        let before = try await client(["status"], port: server.port)
         #expect(before.status == 0)
         #expect(try state(before)["state"] as? String == "trial")
         #expect(try state(before)["days_left"] as? Int == 7)
 
-        let bad = try client(["activate", "ACME-0000-0000-0000-0000"], port: server.port)
+        let bad = try await client(["activate", "ACME-0000-0000-0000-0000"], port: server.port)
         #expect(bad.status == 1)
         #expect(bad.stderr.hasPrefix("keylight: error: NOT_FOUND"))
 
-        let activated = try client(["activate", key], port: server.port)
+        let activated = try await client(["activate", key], port: server.port)
         #expect(activated.status == 0, "\(activated.stderr)")
         #expect(try state(activated)["state"] as? String == "licensed")
         #expect(try state(activated)["entitlements"] as? [String] == ["pro"])
@@ -54,17 +54,17 @@ import Testing
 
         let port = server.port
         #expect(await server.terminate() == 0)
-        let offline = try client(["status"], port: port)
+        let offline = try await client(["status"], port: port)
         #expect(try state(offline)["state"] as? String == "licensed")
 
         server = try await ServerProcess(database: directory.appendingPathComponent("s.sqlite").path, environment: ["KEYLIGHT_ADMIN_TOKEN": "t"])
-        let refreshed = try client(["--verification", "enforced", "refresh"], port: server.port)
+        let refreshed = try await client(["--verification", "enforced", "refresh"], port: server.port)
         #expect(try state(refreshed)["state"] as? String == "licensed")
         #expect(try state(refreshed)["last_error"] is NSNull)
         #expect(try state(refreshed)["verification"] as? String == "verified")
-        let unverified = try client(["--verification", "disabled", "status"], port: server.port)
+        let unverified = try await client(["--verification", "disabled", "status"], port: server.port)
         #expect(try state(unverified)["verification"] as? String == "notRequested")
-        let deactivated = try client(["deactivate"], port: server.port)
+        let deactivated = try await client(["deactivate"], port: server.port)
         #expect(deactivated.status == 0)
         #expect(try state(deactivated)["state"] as? String == "trial")
         #expect(try state(deactivated)["instance_id"] is NSNull)

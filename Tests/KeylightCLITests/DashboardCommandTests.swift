@@ -4,21 +4,21 @@ import Testing
 
 /// `keylight admin create-user` / `list-users`, and the dashboard in a real browser.
 @Suite(.timeLimit(.minutes(3))) struct DashboardCommandTests {
-    @Test func createUserHashesThePasswordAndRefusesBadInput() throws {
+    @Test func createUserHashesThePasswordAndRefusesBadInput() async throws {
         let database = try temporaryDirectory().appendingPathComponent("users.sqlite").path
-        let created = try CLI.run(["admin", "create-user", "--db", database, "--email", "Dev@Example.com"], stdin: Data("a long enough password\n".utf8))
+        let created = try await CLI.run(["admin", "create-user", "--db", database, "--email", "Dev@Example.com"], stdin: Data("a long enough password\n".utf8))
         #expect(created.status == 0 && created.stdout.contains("created dashboard user dev@example.com"), "\(created.stderr)")
-        let again = try CLI.run(["admin", "create-user", "--db", database, "--email", "dev@example.com"], stdin: Data("another long password\n".utf8))
+        let again = try await CLI.run(["admin", "create-user", "--db", database, "--email", "dev@example.com"], stdin: Data("another long password\n".utf8))
         #expect(again.status == 2 && again.stderr.contains("already exists"))
-        let updated = try CLI.run(["admin", "create-user", "--db", database, "--email", "dev@example.com", "--update"], stdin: Data("another long password\n".utf8))
+        let updated = try await CLI.run(["admin", "create-user", "--db", database, "--email", "dev@example.com", "--update"], stdin: Data("another long password\n".utf8))
         #expect(updated.status == 0 && updated.stdout.contains("password set for dev@example.com"))
-        let short = try CLI.run(["admin", "create-user", "--db", database, "--email", "x@example.com"], stdin: Data("short\n".utf8))
+        let short = try await CLI.run(["admin", "create-user", "--db", database, "--email", "x@example.com"], stdin: Data("short\n".utf8))
         #expect(short.status == 2 && short.stderr.contains("at least 12"))
-        let noPassword = try CLI.run(["admin", "create-user", "--db", database, "--email", "x@example.com"], stdin: Data())
+        let noPassword = try await CLI.run(["admin", "create-user", "--db", database, "--email", "x@example.com"], stdin: Data())
         #expect(noPassword.status == 2 && noPassword.stderr.contains("no password"))
-        let badEmail = try CLI.run(["admin", "create-user", "--db", database, "--email", "not-an-email"], stdin: Data("a long enough password\n".utf8))
+        let badEmail = try await CLI.run(["admin", "create-user", "--db", database, "--email", "not-an-email"], stdin: Data("a long enough password\n".utf8))
         #expect(badEmail.status == 2)
-        let list = try CLI.run(["admin", "list-users", "--db", database])
+        let list = try await CLI.run(["admin", "list-users", "--db", database])
         #expect(list.status == 0 && list.stdout.split(separator: "\n").count == 1 && list.stdout.hasPrefix("dev@example.com"))
         // The password itself is nowhere in the database file.
         let bytes = try Data(contentsOf: URL(fileURLWithPath: database))
@@ -32,7 +32,7 @@ import Testing
     func theDashboardInAHeadlessBrowser() async throws {
         let database = try temporaryDirectory().appendingPathComponent("browser.sqlite").path
         let password = "browser test password"
-        let user = try CLI.run(["admin", "create-user", "--db", database, "--email", "dev@example.com"], stdin: Data((password + "\n").utf8))
+        let user = try await CLI.run(["admin", "create-user", "--db", database, "--email", "dev@example.com"], stdin: Data((password + "\n").utf8))
         #expect(user.status == 0)
         let server = try await ServerProcess(database: database, environment: ["KEYLIGHT_ADMIN_TOKEN": "browser-test-token"])
         // A browser that hangs must fail the test, not stall the run.

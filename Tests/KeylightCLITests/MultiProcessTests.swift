@@ -87,8 +87,8 @@ struct MultiProcessTests {
         for server in servers { #expect(await server.terminate() == 0) }
     }
 
-    @Test func unreachableDatabaseIsAClearErrorAtStart() throws {
-        let result = try CLI.run(["serve", "--port", "0", "--database-url", "postgres://nobody:secret-pass@127.0.0.1:1/none"],
+    @Test func unreachableDatabaseIsAClearErrorAtStart() async throws {
+        let result = try await CLI.run(["serve", "--port", "0", "--database-url", "postgres://nobody:secret-pass@127.0.0.1:1/none"],
                                  stdin: nil)
         #expect(result.status != 0)
         #expect(result.stderr.contains("cannot reach the database"))

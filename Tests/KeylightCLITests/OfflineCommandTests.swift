@@ -4,9 +4,9 @@ import KeylightCore
 import Testing
 
 @Suite(.timeLimit(.minutes(3))) struct KeysCommandTests {
-    @Test func generateWritesA0600KeyFile() throws {
+    @Test func generateWritesA0600KeyFile() async throws {
         let path = try temporaryDirectory().appendingPathComponent("k.json").path
-        let result = try CLI.run(["keys", "generate", "--kid", "k1", "--out", path])
+        let result = try await CLI.run(["keys", "generate", "--kid", "k1", "--out", path])
         #expect(result.status == 0, "\(result.stderr)")
         #expect(SecretFile.permissions(of: path) == 0o600)
         let object = try #require(try JSONSerialization.jsonObject(with: Data(contentsOf: URL(fileURLWithPath: path))) as? [String: String])
@@ -20,49 +20,49 @@ import Testing
         #expect(try SigningKey.load(from: path).kid == "k1")
     }
 
-    @Test func generateRefusesToOverwriteWithoutForce() throws {
+    @Test func generateRefusesToOverwriteWithoutForce() async throws {
         let path = try temporaryDirectory().appendingPathComponent("k.json").path
-        try CLI.run(["keys", "generate", "--out", path])
+        try await CLI.run(["keys", "generate", "--out", path])
         let before = try Data(contentsOf: URL(fileURLWithPath: path))
-        let again = try CLI.run(["keys", "generate", "--out", path])
+        let again = try await CLI.run(["keys", "generate", "--out", path])
         #expect(again.status == 2)
         #expect(again.stderr.contains("already exists"))
         #expect(try Data(contentsOf: URL(fileURLWithPath: path)) == before)
-        #expect(try CLI.run(["keys", "generate", "--out", path, "--force"]).status == 0)
+        #expect(try await CLI.run(["keys", "generate", "--out", path, "--force"]).status == 0)
         #expect(try Data(contentsOf: URL(fileURLWithPath: path)) != before)
     }
 
-    @Test func badKidIsAnInputError() throws {
+    @Test func badKidIsAnInputError() async throws {
         let path = try temporaryDirectory().appendingPathComponent("k.json").path
-        let result = try CLI.run(["keys", "generate", "--kid", "a|b", "--out", path])
+        let result = try await CLI.run(["keys", "generate", "--kid", "a|b", "--out", path])
         #expect(result.status == 2)
         #expect(!FileManager.default.fileExists(atPath: path))
     }
 }
 
 @Suite(.timeLimit(.minutes(3))) struct LicenseKeyCommandTests {
-    @Test func generateHashAndMask() throws {
-        let generated = try CLI.run(["license-key", "generate", "--prefix", "ACME"])
+    @Test func generateHashAndMask() async throws {
+        let generated = try await CLI.run(["license-key", "generate", "--prefix", "ACME"])
         #expect(generated.status == 0)
         let key = generated.stdout.trimmingCharacters(in: .whitespacesAndNewlines)
         #expect(LicenseKey.isValid(key) && key.hasPrefix("ACME-"))
-        let hash = try CLI.run(["license-key", "hash", key.lowercased()])
+        let hash = try await CLI.run(["license-key", "hash", key.lowercased()])
         let expectedHash = try LicenseKey(key).keyHash
         #expect(hash.stdout == expectedHash + "\n")
-        let mask = try CLI.run(["license-key", "mask", key])
+        let mask = try await CLI.run(["license-key", "mask", key])
         #expect(mask.stdout == "ACME-····-····-····-\(key.suffix(4))\n")
     }
 
-    @Test func generateManyGivesDistinctKeys() throws {
-        let result = try CLI.run(["license-key", "generate", "--prefix", "AB12", "--count", "50"])
+    @Test func generateManyGivesDistinctKeys() async throws {
+        let result = try await CLI.run(["license-key", "generate", "--prefix", "AB12", "--count", "50"])
         let keys = result.stdout.split(separator: "\n").map(String.init)
         #expect(keys.count == 50 && Set(keys).count == 50)
         #expect(keys.allSatisfy(LicenseKey.isValid))
     }
 
-    @Test func badInputExitsTwoWithOneLine() throws {
+    @Test func badInputExitsTwoWithOneLine() async throws {
         for arguments in [["license-key", "generate", "--prefix", "acme!"], ["license-key", "hash", "not_a_key!"], ["license-key", "hash", "ACME-1"]] {
-            let result = try CLI.run(arguments)
+            let result = try await CLI.run(arguments)
             #expect(result.status == 2)
             #expect(result.stderr.split(separator: "\n").count == 1)
             #expect(result.stdout.isEmpty)
@@ -78,10 +78,10 @@ import Testing
         var key: SigningKey
         var licenseKey = "ACME-AB12-CD34-EF56-GH78"
 
-        init() throws {
+        init() async throws {
             directory = try temporaryDirectory()
             keyPath = directory.appendingPathComponent("key.json").path
-            #expect(try CLI.run(["keys", "generate", "--kid", "k1", "--out", keyPath]).status == 0)
+            #expect(try await CLI.run(["keys", "generate", "--kid", "k1", "--out", keyPath]).status == 0)
             key = try SigningKey.load(from: keyPath)
             keysetPath = directory.appendingPathComponent("keys.json").path
             try Data(#"{"k1":"\#(Base64.encode(key.publicKey.rawRepresentation))"}"#.utf8).write(to: URL(fileURLWithPath: keysetPath))
@@ -94,9 +94,9 @@ import Testing
         }
     }
 
-    @Test func signProducesALeaseThatVerifies() throws {
-        let fixture = try Fixture()
-        let signed = try CLI.run([
+    @Test func signProducesALeaseThatVerifies() async throws {
+        let fixture = try await Fixture()
+        let signed = try await CLI.run([
             "lease", "sign", "--key", fixture.keyPath, "--license-key", fixture.licenseKey.lowercased(),
             "--instance-id", "00000000-0000-4000-8000-000000000001", "--ttl", "3600", "--issued-at", "1781076246",
             "--entitlements", "pro,beta",
@@ -110,38 +110,38 @@ import Testing
         #expect(lease.verify(with: Keyset(["k1": fixture.key.publicKey]), now: 1_781_076_300).isCurrent)
 
         let leasePath = try fixture.write(signed.stdout, to: "lease.json")
-        let verified = try CLI.run(["lease", "verify", "--lease", leasePath, "--keys", fixture.keysetPath, "--now", "1781076300"])
+        let verified = try await CLI.run(["lease", "verify", "--lease", leasePath, "--keys", fixture.keysetPath, "--now", "1781076300"])
         #expect(verified.status == 0)
         #expect(verified.stdout == #"{"kidKnown":true,"signatureValid":true,"expired":false}"# + "\n")
     }
 
-    @Test func verifyExitsOneForExpiredUntrustedOrTampered() throws {
-        let fixture = try Fixture()
-        let signed = try CLI.run([
+    @Test func verifyExitsOneForExpiredUntrustedOrTampered() async throws {
+        let fixture = try await Fixture()
+        let signed = try await CLI.run([
             "lease", "sign", "--key", fixture.keyPath, "--license-key", fixture.licenseKey, "--instance-id", "i-1",
             "--ttl", "60", "--issued-at", "1000",
         ])
         let leasePath = try fixture.write(signed.stdout, to: "lease.json")
-        let expired = try CLI.run(["lease", "verify", "--lease", leasePath, "--keys", fixture.keysetPath, "--now", "1361"])
+        let expired = try await CLI.run(["lease", "verify", "--lease", leasePath, "--keys", fixture.keysetPath, "--now", "1361"])
         #expect(expired.status == 1)
         #expect(expired.stdout == #"{"kidKnown":true,"signatureValid":true,"expired":true}"# + "\n")
         // 300 s of skew.
-        #expect(try CLI.run(["lease", "verify", "--lease", leasePath, "--keys", fixture.keysetPath, "--now", "1360"]).status == 0)
+        #expect(try await CLI.run(["lease", "verify", "--lease", leasePath, "--keys", fixture.keysetPath, "--now", "1360"]).status == 0)
 
         let otherKeys = try fixture.write(#"{"k2":"\#(Base64.encode(fixture.key.publicKey.rawRepresentation))"}"#, to: "other.json")
-        let unknown = try CLI.run(["lease", "verify", "--lease", leasePath, "--keys", otherKeys, "--now", "1001"])
+        let unknown = try await CLI.run(["lease", "verify", "--lease", leasePath, "--keys", otherKeys, "--now", "1001"])
         #expect(unknown.status == 1)
         #expect(unknown.stdout == #"{"kidKnown":false,"signatureValid":false,"expired":false}"# + "\n")
 
         let tampered = try fixture.write(signed.stdout.replacingOccurrences(of: "\"instanceId\":\"i-1\"", with: "\"instanceId\":\"i-2\""), to: "t.json")
-        let bad = try CLI.run(["lease", "verify", "--lease", tampered, "--keys", fixture.keysetPath, "--now", "1001"])
+        let bad = try await CLI.run(["lease", "verify", "--lease", tampered, "--keys", fixture.keysetPath, "--now", "1001"])
         #expect(bad.status == 1)
         #expect(bad.stdout == #"{"kidKnown":true,"signatureValid":false,"expired":false}"# + "\n")
     }
 
-    @Test func verifyReadsStdinAndResponseEnvelopesAndTheWellKnownKeyset() throws {
-        let fixture = try Fixture()
-        let signed = try CLI.run([
+    @Test func verifyReadsStdinAndResponseEnvelopesAndTheWellKnownKeyset() async throws {
+        let fixture = try await Fixture()
+        let signed = try await CLI.run([
             "lease", "sign", "--key", fixture.keyPath, "--license-key", fixture.licenseKey, "--instance-id", "i-1",
         ])
         let envelope = Data(#"{"valid":true,"lease":\#(signed.stdout)}"#.utf8)
@@ -149,13 +149,13 @@ import Testing
             #"{"keys":[{"kid":"k1","public_key":"\#(Base64.encode(fixture.key.publicKey.rawRepresentation))","status":"active"}]}"#,
             to: "wk.json"
         )
-        let result = try CLI.run(["lease", "verify", "--lease", "-", "--keys", wellKnown], stdin: envelope)
+        let result = try await CLI.run(["lease", "verify", "--lease", "-", "--keys", wellKnown], stdin: envelope)
         #expect(result.status == 0, "\(result.stderr)")
         #expect(result.stdout.contains(#""signatureValid":true"#))
     }
 
-    @Test func unreadableInputExitsTwoWithOneLineAndNoTrace() throws {
-        let fixture = try Fixture()
+    @Test func unreadableInputExitsTwoWithOneLineAndNoTrace() async throws {
+        let fixture = try await Fixture()
         let garbage = try fixture.write("{not json", to: "garbage.json")
         let cases: [[String]] = [
             ["lease", "verify", "--lease", fixture.directory.appendingPathComponent("missing.json").path, "--keys", fixture.keysetPath],
@@ -167,7 +167,7 @@ import Testing
             ["lease", "sign", "--key", fixture.keyPath, "--license-key", fixture.licenseKey, "--instance-id", "i", "--status", "fallback", "--entitlements", "pro"],
         ]
         for arguments in cases {
-            let result = try CLI.run(arguments)
+            let result = try await CLI.run(arguments)
             #expect(result.status == 2, "\(arguments)")
             #expect(result.stderr.hasPrefix("keylight: error: "), "\(arguments)")
             #expect(result.stderr.split(separator: "\n").count == 1, "\(arguments): \(result.stderr)")
@@ -175,10 +175,10 @@ import Testing
         }
     }
 
-    @Test func fallbackAndExpiredLeasesSign() throws {
-        let fixture = try Fixture()
+    @Test func fallbackAndExpiredLeasesSign() async throws {
+        let fixture = try await Fixture()
         for status in ["fallback", "expired"] {
-            let result = try CLI.run([
+            let result = try await CLI.run([
                 "lease", "sign", "--key", fixture.keyPath, "--license-key", fixture.licenseKey, "--instance-id", "i", "--status", status,
             ])
             #expect(result.status == 0)
@@ -190,7 +190,7 @@ import Testing
 
 @Suite("CLI against the conformance vectors (needs ../shared/conformance)", .enabled(if: PrerequisiteGate.enabled(Shared.hasLeaseVectors), "../shared is absent"), .timeLimit(.minutes(3)))
 struct CLIConformanceTests {
-    @Test func everyVectorGivesItsExpectedLineAndExitCode() throws {
+    @Test func everyVectorGivesItsExpectedLineAndExitCode() async throws {
         let file = try #require(try JSONSerialization.jsonObject(with: Data(contentsOf: Shared.leaseVectors)) as? [String: Any])
         let vectors = try #require(file["vectors"] as? [[String: Any]])
         #expect(vectors.count == 8)
@@ -211,7 +211,7 @@ struct CLIConformanceTests {
             let line = #"{"kidKnown":\#(expect["kidKnown"]!),"signatureValid":\#(expect["signatureValid"]!),"expired":\#(expect["expired"]!)}"# + "\n"
             let trusted0 = expect["kidKnown"]! && expect["signatureValid"]! && !expect["expired"]!
             for keys in [mapPath, documentPath] {
-                let result = try CLI.run(["lease", "verify", "--lease", leasePath.path, "--keys", keys.path, "--now", "\(vector["now"]!)"])
+                let result = try await CLI.run(["lease", "verify", "--lease", leasePath.path, "--keys", keys.path, "--now", "\(vector["now"]!)"])
                 #expect(result.stdout == line, "\(name)")
                 #expect(result.status == (trusted0 ? 0 : 1), "\(name)")
             }

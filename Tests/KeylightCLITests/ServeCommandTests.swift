@@ -75,21 +75,21 @@ import Testing
         #expect(await restarted.terminate() == 0)
     }
 
-    @Test func migrateAppliesOnceAndReports() throws {
+    @Test func migrateAppliesOnceAndReports() async throws {
         let path = try Self.databasePath()
-        let first = try CLI.run(["migrate", "--db", path])
+        let first = try await CLI.run(["migrate", "--db", path])
         #expect(first.status == 0, "\(first.stderr)")
         let applied = first.stdout.split(separator: "\n").filter { $0.hasPrefix("applied ") }.map { $0.dropFirst("applied ".count) }
         #expect(applied.first == "0001_initial_schema")
         #expect(applied == applied.sorted())  // named, in order
-        let second = try CLI.run(["migrate", "--db", path])
+        let second = try await CLI.run(["migrate", "--db", path])
         #expect(second.status == 0)
         #expect(!second.stdout.contains("applied 0"))
         #expect(second.stdout.contains("database is at \(applied.last ?? "") (\(applied.count) applied)"))
     }
 
-    @Test func unusableDatabaseFailsWithAClearError() throws {
-        let result = try CLI.run(["serve", "--port", "0", "--db", "/nonexistent-dir/x/keylight.sqlite"])
+    @Test func unusableDatabaseFailsWithAClearError() async throws {
+        let result = try await CLI.run(["serve", "--port", "0", "--db", "/nonexistent-dir/x/keylight.sqlite"])
         #expect(result.status != 0)
         #expect(result.stderr.contains("keylight: error"))
     }

@@ -8,19 +8,12 @@ import Testing
 /// is held against a signer that shares no code with the server.
 @Suite(.timeLimit(.minutes(3))) struct StripeScriptTests {
     /// Whether `python3` can import the `stripe` package.
-    static var stripePackageInstalled: Bool {
-        let process = Process()
-        process.executableURL = URL(fileURLWithPath: "/usr/bin/env")
-        process.arguments = ["python3", "-c", "import stripe"]
-        process.standardOutput = FileHandle.nullDevice
-        process.standardError = FileHandle.nullDevice
-        do { try process.run() } catch { return false }
-        process.waitUntilExit()
-        return process.terminationStatus == 0
+    static func stripePackageInstalled() async -> Bool {
+        (try? await ChildProcess.python("-c", ["import stripe"]))?.status == 0
     }
 
     @Test func everyStripeMoneyPathHoldsAgainstEventsSignedByStripesLibrary() async throws {
-        guard Self.stripePackageInstalled else {
+        guard await Self.stripePackageInstalled() else {
             try PrerequisiteGate.missing("the stripe Python package (pip install stripe==16.1.0)")
             return
         }

@@ -7,15 +7,17 @@ import NIOPosix
 struct RawConnection: Sendable {
     let channel: any Channel
     private let received: NIOLockedValueBox<String>
+    private let closedAt: NIOLockedValueBox<ContinuousClock.Instant?>
 
     static func open(port: Int) async throws -> RawConnection {
         let received = NIOLockedValueBox("")
+        let closedAt = NIOLockedValueBox<ContinuousClock.Instant?>(nil)
         let channel = try await ClientBootstrap(group: MultiThreadedEventLoopGroup.singleton)
             .channelInitializer { channel in
-                channel.eventLoop.makeCompletedFuture { try channel.pipeline.syncOperations.addHandler(Collector(received: received)) }
+                channel.eventLoop.makeCompletedFuture { try channel.pipeline.syncOperations.addHandler(Collector(received: received, closedAt: closedAt)) }
             }
             .connect(host: "127.0.0.1", port: port).get()
-        return RawConnection(channel: channel, received: received)
+        return RawConnection(channel: channel, received: received, closedAt: closedAt)
     }
 
     func send(_ text: String) async throws {
@@ -37,6 +39,14 @@ struct RawConnection: Sendable {
         return received.withLockedValue { $0 }
     }
 
+    /// When the connection closed, as its event loop saw it. Timing checks use this rather than
+    /// the time a test task wakes up to look: that task shares two threads with every other
+    /// suite, so a busy run would add its waiting to the server's time.
+    var closedTime: ContinuousClock.Instant? { closedAt.withLockedValue { $0 } }
+
+    /// What the server has sent so far (for failure messages).
+    var receivedSoFar: String { received.withLockedValue { $0 } }
+
     func close() {
         channel.close(promise: nil)
     }
@@ -44,7 +54,16 @@ struct RawConnection: Sendable {
     private final class Collector: ChannelInboundHandler, Sendable {
         typealias InboundIn = ByteBuffer
         let received: NIOLockedValueBox<String>
-        init(received: NIOLockedValueBox<String>) { self.received = received }
+        let closedAt: NIOLockedValueBox<ContinuousClock.Instant?>
+        init(received: NIOLockedValueBox<String>, closedAt: NIOLockedValueBox<ContinuousClock.Instant?>) {
+            self.received = received
+            self.closedAt = closedAt
+        }
+
+        func channelInactive(context: ChannelHandlerContext) {
+            closedAt.withLockedValue { $0 = $0 ?? .now }
+            context.fireChannelInactive()
+        }
 
         func channelRead(context: ChannelHandlerContext, data: NIOAny) {
             let buffer = unwrapInboundIn(data)

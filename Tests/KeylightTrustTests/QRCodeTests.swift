@@ -97,7 +97,7 @@ import Testing
 
     @Test(.enabled(if: PrerequisiteGate.enabled(Decoder.available), "needs python3 with zxing-cpp and Pillow (.ci/run installs them)"),
           arguments: QRErrorCorrection.allCases)
-    func independentDecoderReadsEveryVersion(level: QRErrorCorrection) throws {
+    func independentDecoderReadsEveryVersion(level: QRErrorCorrection) async throws {
         let directory = FileManager.default.temporaryDirectory.appendingPathComponent("keylight-qr-\(UUID().uuidString)")
         try FileManager.default.createDirectory(at: directory, withIntermediateDirectories: true)
         defer { try? FileManager.default.removeItem(at: directory) }
@@ -116,7 +116,7 @@ import Testing
             expected[path] = (bytes, code.version)
         }
         #expect(versions == Set(QRVersion.range))
-        let results = try Decoder.decode(Array(expected.keys))
+        let results = try await Decoder.decode(Array(expected.keys))
         #expect(results.count == expected.count)
         for result in results {
             let path = try #require(result["file"] as? String)
@@ -147,17 +147,9 @@ enum Decoder {
         return process.terminationStatus == 0
     }()
 
-    static func decode(_ files: [String]) throws -> [[String: Any]] {
-        let process = Process()
-        process.executableURL = URL(fileURLWithPath: "/usr/bin/env")
-        process.arguments = ["python3", script.path] + files
-        let output = Pipe()
-        process.standardOutput = output
-        process.standardError = FileHandle.nullDevice
-        try process.run()
-        let data = output.fileHandleForReading.readDataToEndOfFile()
-        process.waitUntilExit()
-        return String(decoding: data, as: UTF8.self).split(separator: "\n").compactMap {
+    static func decode(_ files: [String]) async throws -> [[String: Any]] {
+        let output = try await ChildProcess.python(script.path, files, mergeStandardError: false)
+        return String(decoding: output.stdout, as: UTF8.self).split(separator: "\n").compactMap {
             try? JSONSerialization.jsonObject(with: Data($0.utf8)) as? [String: Any]
         }
     }

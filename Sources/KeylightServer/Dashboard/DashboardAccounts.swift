@@ -1,6 +1,5 @@
 import Crypto
 import Foundation
-import HummingbirdBcrypt
 import KeylightCore
 
 /// Dashboard accounts: bcrypt password hashes, and sign-in with throttling (an account locks
@@ -66,7 +65,7 @@ public struct DashboardAccounts: Sendable {
         guard email.utf8.count <= 254, password.utf8.count <= 1_024,
               let user = try await database.beginLoginAttempt(email: email, now: now, threshold: lockThreshold, lockFor: lockSeconds) else {
             // Unknown or locked: spend the same time as a real check.
-            _ = try await hasher.verify(password, hash: Self.decoyHash)
+            _ = try await hasher.verifyDecoy(password)
             return .wrongCredentials
         }
         guard try await hasher.verify(password, hash: user.passwordHash) else { return .wrongCredentials }
@@ -79,7 +78,4 @@ public struct DashboardAccounts: Sendable {
     static func credentialStamp(_ user: DashboardUser) -> String {
         Hex.encode(SHA256.hash(data: Data(("keylight-session:" + user.id + ":" + user.passwordHash).utf8)).prefix(16))
     }
-
-    /// A valid cost-12 hash of a random string nobody knows.
-    static let decoyHash = Bcrypt.hash(UUID().uuidString, cost: 12)
 }

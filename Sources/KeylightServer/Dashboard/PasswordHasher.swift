@@ -1,3 +1,4 @@
+import Foundation
 import HummingbirdBcrypt
 import NIOConcurrencyHelpers
 import NIOPosix
@@ -29,6 +30,15 @@ public final class PasswordHasher: Sendable {
     public func verify(_ password: String, hash: String) async throws -> Bool {
         try await run { Bcrypt.verify(password, hash: hash) }
     }
+
+    /// A check against a hash of a random string nobody knows, for sign-ins that have no user
+    /// to check against: they take as long as a real one. The decoy itself is made on the
+    /// hasher's threads the first time (a cost-12 hash would otherwise hold a concurrency thread).
+    public func verifyDecoy(_ password: String) async throws -> Bool {
+        try await run { Bcrypt.verify(password, hash: Self.decoyHash) }
+    }
+
+    private static let decoyHash = Bcrypt.hash(UUID().uuidString, cost: 12)
 
     /// A hasher for the length of `body` (command-line tools), shut down afterwards.
     public static func withHasher<T>(_ body: (PasswordHasher) async throws -> T) async throws -> T {

@@ -60,7 +60,7 @@ public struct Database: Sendable {
     /// Runs `body` in one write transaction on one connection: committed if it returns,
     /// rolled back if it throws. `body` must use only the database it is given.
     ///
-    /// Bounded without a deadline of its own: every query has one (PostgreSQL: `DeadlineSQLDatabase`;
+    /// Bounded without a deadline of its own: every query has one (PostgreSQL: `GuardedConnectionSQLDatabase`;
     /// SQLite: its busy timeout), the pool's connection request has one, and a transaction is a
     /// finite number of queries.
     func write<R: Sendable>(_ body: @escaping @Sendable (any SQLDatabase) async throws -> R) async throws -> R {

@@ -1,4 +1,3 @@
-import AsyncKit
 import NIOCore
 import PostgresNIO
 import SQLiteNIO
@@ -11,6 +10,8 @@ public struct StorageError: Error, Hashable, Sendable, CustomStringConvertible {
     public static let closed = Self(description: "database is closed")
     /// A database call passed its deadline (the database or the connection to it is stuck).
     public static let timedOut = Self(description: "database call timed out")
+    /// The connection a query was to run on had closed (the database restarted or dropped it).
+    public static let connectionLost = Self(description: "database connection lost")
     /// A stored value could not be read back (corruption or a newer schema).
     public static func corrupt(_ what: String) -> Self { Self(description: "stored \(what) is unreadable") }
     /// The schema is newer than this build understands.
@@ -44,7 +45,7 @@ public struct StorageError: Error, Hashable, Sendable, CustomStringConvertible {
     /// True when `error` means the database cannot be reached right now (closed, locked past
     /// the busy timeout, connection lost): worth a 503 and a retry, not a 500.
     static func isUnavailable(_ error: any Error) -> Bool {
-        if let error = error as? StorageError { return error == .closed || error == .timedOut }
+        if let error = error as? StorageError { return error == .closed || error == .timedOut || error == .connectionLost }
         if let error = error as? SQLiteError {
             switch error.reason {
             case .busy, .busyTimeout, .busyInSnapshot, .busyInRecovery, .locked, .ioError, .cantOpen, .full: return true
@@ -61,6 +62,6 @@ public struct StorageError: Error, Hashable, Sendable, CustomStringConvertible {
             default: return false
             }
         }
-        return error is ConnectionPoolTimeoutError || error is NIOConnectionError || error is ChannelError
+        return error is NIOConnectionError || error is ChannelError
     }
 }
