@@ -238,6 +238,13 @@ import Testing
             _ = try await browser.post("/dashboard/t/acme/stripe", [("webhook_secret", ""), ("secret_key", "sk_test_1")])
             #expect(try await browser.get("/dashboard/t/acme").text.contains("Missing field webhook_secret"))
             #expect(try await client.database.stripeSettings(tenantId: "acme") == nil)
+            // The API answers a well-formed request that leaves nothing to keep with 409 CONFLICT (the
+            // schema allows every field to be absent or null; what is stored decides), and stores nothing.
+            for body: [String: Any] in [["secret_key": NSNull()], ["webhook_secret": NSNull(), "secret_key": NSNull()], ["secret_key": "sk_test_1"], [:]] {
+                let refused = try await client.admin(.put, "/tenants/acme/stripe", body)
+                #expect(refused.status == .conflict && refused["code"] as? String == "CONFLICT", "\(body)")
+            }
+            #expect(try await client.database.stripeSettings(tenantId: "acme") == nil)
             _ = try await browser.get("/dashboard/t/acme")
             #expect(try await browser.post("/dashboard/t/acme/stripe", [("webhook_secret", "whsec_1"), ("secret_key", "sk_test_1")]).status == .seeOther)
             let stored = try #require(try await client.database.stripeSettings(tenantId: "acme"))

@@ -220,7 +220,8 @@ final class AdminService: Sendable {
             sealedWebhookSecret: try webhookSecret.map { try sealer.seal(Data($0.utf8), context: StripeSealing.webhookSecret(tenantId: tenantId)) },
             secretKey: secretKey, now: clock.unixSeconds, actor: actor
         ) else {
-            throw APIError.invalidRequest("Missing field webhook_secret (required until one is stored).")
+            // The request is well formed; it conflicts with what is stored (nothing yet).
+            throw APIError.conflict("Missing field webhook_secret (required until one is stored).")
         }
     }
 
