@@ -4,6 +4,7 @@ import Foundation
 import KeylightCore
 import KeylightServer
 import Logging
+import NIOConcurrencyHelpers
 import NIOCore
 
 /// Validate and activate throughput on SQLite vs PostgreSQL, and on PostgreSQL with one vs two
@@ -45,7 +46,7 @@ struct DatabaseBenchmarks: AsyncParsableCommand {
                 database = try await Database.sqlite(path: path, poolSize: 1, logger: logger)
                 try await database.migrate(logger: logger)
             } else {
-                let url = try await Self.freshDatabase(base: base, logger: logger)
+                let url = try await Database.createScratchDatabase(serverURL: base, prefix: "klbench_", logger: logger).url
                 target = ["--database-url", url]
                 database = try await Database.postgres(url: url, poolSize: 2, logger: logger)
                 try await database.migrate(logger: logger)
@@ -92,15 +93,6 @@ struct DatabaseBenchmarks: AsyncParsableCommand {
             .reduce(0) { $0 + Int($1) }
     }
 
-    static func freshDatabase(base: String, logger: Logger) async throws -> String {
-        let name = "klbench_" + UUID().uuidString.lowercased().replacingOccurrences(of: "-", with: "")
-        let admin = try await Database.postgres(url: base, poolSize: 1, logger: logger)
-        try await admin.createDatabase(named: name)
-        await admin.close()
-        guard var components = URLComponents(string: base) else { throw BenchError("bad URL") }
-        components.path = "/" + name
-        return components.string ?? base
-    }
 }
 
 /// `keylight-bench serve-child`: a server process for the databases benchmark.
@@ -151,38 +143,25 @@ final class ChildServer: @unchecked Sendable {
         let pipe = Pipe()
         process.standardOutput = pipe
         try process.run()
-        let output = Locked("")
+        let output = NIOLockedValueBox("")
         pipe.fileHandleForReading.readabilityHandler = { handle in
             let data = handle.availableData
-            if !data.isEmpty { output.withLock { $0 += String(decoding: data, as: UTF8.self) } }
+            if !data.isEmpty { output.withLockedValue { $0 += String(decoding: data, as: UTF8.self) } }
         }
         for _ in 0..<400 {
             try await Task.sleep(for: .milliseconds(50))
-            let text = output.withLock { $0 }
+            let text = output.withLockedValue { $0 }
             if let range = text.range(of: "listening on "), let port = Int(text[range.upperBound...].prefix { $0.isNumber }) {
                 return ChildServer(process: process, port: port)
             }
         }
         process.terminate()
-        throw BenchError("child server did not start: \(output.withLock { $0 })")
+        throw BenchError("child server did not start: \(output.withLockedValue { $0 })")
     }
 
     func stop() {
         kill(process.processIdentifier, SIGTERM)
         process.waitUntilExit()
-    }
-}
-
-/// A value behind a lock, for the few places the benchmark shares state across threads.
-final class Locked<Value>: @unchecked Sendable {
-    // @unchecked: `value` is only touched under `lock`.
-    private var value: Value
-    private let lock = NSLock()
-    init(_ value: Value) { self.value = value }
-    func withLock<T>(_ body: (inout Value) throws -> T) rethrows -> T {
-        lock.lock()
-        defer { lock.unlock() }
-        return try body(&value)
     }
 }
 

@@ -1,4 +1,5 @@
 import Foundation
+import NIOConcurrencyHelpers
 
 /// Runs wrk (Debian package `wrk`) against a URL and parses the JSON line its script prints.
 struct Wrk {
@@ -54,14 +55,14 @@ struct Wrk {
 
 /// Failures seen by the runs of one command (shared by copies of a ``Wrk``).
 final class FailureLedger: Sendable {
-    private let entries = Locked<[String]>([])
+    private let entries = NIOLockedValueBox<[String]>([])
 
-    func record(_ entry: String) { entries.withLock { $0.append(entry) } }
+    func record(_ entry: String) { entries.withLockedValue { $0.append(entry) } }
 
     /// Prints the failures and throws when there were any: a benchmark whose requests failed
     /// measured something other than what it names.
     func check(_ command: String) throws {
-        let seen = entries.withLock { $0 }
+        let seen = entries.withLockedValue { $0 }
         guard !seen.isEmpty else { return }
         print(#"{"benchmark":"\#(command).failures","count":\#(seen.count)}"#)
         throw BenchError("\(command): requests failed, so the figures above are not clean: \(seen.joined(separator: "; "))")

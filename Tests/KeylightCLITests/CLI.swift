@@ -50,11 +50,6 @@ extension CLI {
     }
 }
 
-func temporaryDirectory() throws -> URL {
-    let url = FileManager.default.temporaryDirectory.appendingPathComponent("keylight-cli-\(UUID().uuidString)")
-    try FileManager.default.createDirectory(at: url, withIntermediateDirectories: true)
-    return url
-}
 
 /// `../shared` beside the package root (or `KEYLIGHT_SHARED_DIR`).
 enum Shared {

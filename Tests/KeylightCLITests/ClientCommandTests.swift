@@ -1,5 +1,6 @@
 import AsyncHTTPClient
 import Foundation
+import KeylightFuzzSupport
 import NIOCore
 import NIOHTTP1
 import Testing

@@ -16,13 +16,7 @@ struct MultiProcessTests {
         let base = try #require(ProcessInfo.processInfo.environment[variable])
         var logger = Logger(label: "test")
         logger.logLevel = .critical
-        let name = "kl_" + UUID().uuidString.lowercased().replacingOccurrences(of: "-", with: "")
-        let admin = try await Database.postgres(url: base, poolSize: 1, logger: logger)
-        try await admin.sql.raw("CREATE DATABASE \(ident: name)").run()
-        await admin.close()
-        var components = try #require(URLComponents(string: base))
-        components.path = "/" + name
-        return try #require(components.string)
+        return try await Database.createScratchDatabase(serverURL: base, logger: logger).url
     }
 
     @Test func threeProcessesShareTheCapKeysAndAuditLog() async throws {

@@ -1,5 +1,6 @@
 import AsyncHTTPClient
 import Foundation
+import KeylightFuzzSupport
 import KeylightCore
 import NIOConcurrencyHelpers
 import NIOCore

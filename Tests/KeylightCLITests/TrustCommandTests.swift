@@ -1,4 +1,5 @@
 import Foundation
+import KeylightFuzzSupport
 import NIOConcurrencyHelpers
 import Testing
 

@@ -1,5 +1,6 @@
 import Crypto
 import Foundation
+import KeylightFuzzSupport
 @testable import KeylightCore
 import Testing
 

@@ -34,9 +34,3 @@ enum Shared {
         FileManager.default.fileExists(atPath: leaseVectors.path)
     }
 }
-
-func temporaryDirectory() throws -> URL {
-    let url = FileManager.default.temporaryDirectory.appendingPathComponent("keylight-tests-\(UUID().uuidString)")
-    try FileManager.default.createDirectory(at: url, withIntermediateDirectories: true)
-    return url
-}

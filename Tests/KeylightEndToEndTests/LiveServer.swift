@@ -1,5 +1,6 @@
 import Crypto
 import Foundation
+import KeylightFuzzSupport
 #if canImport(FoundationNetworking)
 import FoundationNetworking
 #endif
@@ -23,8 +24,7 @@ final class LiveServer: @unchecked Sendable {
     static let adminToken = "e2e-admin"
 
     init() throws {
-        let directory = FileManager.default.temporaryDirectory.appendingPathComponent("keylight-e2e-\(UUID().uuidString)")
-        try FileManager.default.createDirectory(at: directory, withIntermediateDirectories: true)
+        let directory = try temporaryDirectory("keylight-e2e")
         databasePath = directory.appendingPathComponent("server.sqlite").path
     }
 

@@ -1,5 +1,6 @@
 import AsyncHTTPClient
 import Foundation
+import KeylightFuzzSupport
 import KeylightCore
 @testable import KeylightServer
 import NIOCore
@@ -8,8 +9,7 @@ import Testing
 /// The activation cap under concurrency: in-process through the router, and over real HTTP.
 @Suite(.timeLimit(.minutes(3))) struct ConcurrencyTests {
     static func databaseFile() throws -> String {
-        let directory = FileManager.default.temporaryDirectory.appendingPathComponent("keylight-\(UUID().uuidString)")
-        try FileManager.default.createDirectory(at: directory, withIntermediateDirectories: true)
+        let directory = try temporaryDirectory()
         return directory.appendingPathComponent("test.sqlite").path
     }
 

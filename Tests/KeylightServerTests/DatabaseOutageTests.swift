@@ -24,13 +24,10 @@ import Testing
     @Test(.enabled(if: PrerequisiteGate.enabled(StorageBackend.postgresURL != nil), "KEYLIGHT_TEST_POSTGRES_URL is not set"))
     func postgresConnectionsKilledMidRunRecover() async throws {
         let base = try #require(StorageBackend.postgresURL)
-        let name = "kl_" + UUID().uuidString.lowercased().replacingOccurrences(of: "-", with: "")
+        let (name, url) = try await Database.createScratchDatabase(serverURL: base, logger: Harness.logger)
         let admin = try await Database.postgres(url: base, poolSize: 1, logger: Harness.logger)
-        try await admin.sql.raw("CREATE DATABASE \(ident: name)").run()
-        var components = try #require(URLComponents(string: base))
-        components.path = "/" + name
         var harness = Harness()
-        harness.configuration.databaseURL = components.string
+        harness.configuration.databaseURL = url
         harness.configuration.masterKey = Base64.encode([UInt8](repeating: 9, count: 32))
         try await harness.run { client in
             let seed = try await client.seed()

@@ -48,7 +48,7 @@ struct Harness {
         configuration.limits = limits
         configuration.clock = clock
         configuration.port = 0
-        configuration.touchFlushInterval = .milliseconds(50)
+        configuration.activityFlushInterval = .milliseconds(50)
         // Tests deliver webhooks by calling the dispatcher themselves, with the test clock.
         configuration.webhookPollInterval = .seconds(3_600)
         // Receivers in tests listen on loopback; one test turns this off to see the refusal.

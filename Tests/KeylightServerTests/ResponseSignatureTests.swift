@@ -49,6 +49,35 @@ import Testing
         }
     }
 
+    /// Answers made before the action runs are SDK answers too: the per-address 429 and the 413
+    /// of an oversized body are signed and carry the action's outcome field.
+    @Test func rateLimitedAndOversizedAnswersAreSignedToo() async throws {
+        var limits = ServerLimits.unlimited
+        // Enough for seeding (admin calls count too), none refilled while the test runs.
+        limits.perAddress = RateLimit(perMinute: 1, burst: 12)
+        let harness = Harness(limits: limits)
+        try await harness.run { client in
+            let seed = try await client.seed()
+            let keyset = try await client.keyset()
+            let now = harness.clock.unixSeconds
+            let big = ResponseNonce()
+            let oversized = try await client.sdkRaw(
+                "validate", body: #"{"license_key":""# + String(repeating: "A", count: 70_000) + #""}"#, seed: seed, method: .post, headers: [Self.nonceName: big.header]
+            )
+            #expect(oversized.status == .contentTooLarge && oversized["valid"] as? Bool == false)
+            try verify(oversized, nonce: big, path: "/acme/app/validate", keyset: keyset, now: now)
+            var limited: (Reply, ResponseNonce)?
+            for _ in 0..<20 where limited == nil {
+                let nonce = ResponseNonce()
+                let reply = try await client.sdk("activate", ["license_key": seed.licenseKey, "instance_name": "Mac"], seed: seed, headers: [Self.nonceName: nonce.header])
+                if reply.status == .tooManyRequests { limited = (reply, nonce) }
+            }
+            let (reply, nonce) = try #require(limited, "the per-address limit never answered 429")
+            #expect(reply["activated"] as? Bool == false && reply.code == "RATE_LIMITED")
+            try verify(reply, nonce: nonce, path: "/acme/app/activate", keyset: keyset, now: now)
+        }
+    }
+
     @Test func noNonceNoSignatureAndBadNoncesAre400() async throws {
         try await Harness().run { client in
             let seed = try await client.seed()

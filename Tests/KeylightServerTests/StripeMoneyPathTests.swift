@@ -319,7 +319,7 @@ import Testing
                 {"id":"evt_race","type":"checkout.session.completed","data":{"object":{"id":"cs_race","payment_status":"paid",
                  "metadata":{"product_id":"app","key_type_id":"pro"}}}}
                 """.utf8))
-            #expect(try await db.applyStripeEvent(event, tenantId: "acme", now: StorageConformanceTests.now, sealEvent: { nil }, sealer: sealer) == .minted)
+            #expect(try await StripeEventProcessor(database: db, sealer: sealer).apply(event, tenantId: "acme", now: StorageConformanceTests.now, sealEvent: { nil }) == .minted)
             let results = try await withThrowingTaskGroup(of: Bool.self) { group in
                 for _ in 0..<8 {
                     group.addTask {
@@ -338,7 +338,7 @@ import Testing
                             {"id":"evt_race_\(index)","type":"checkout.session.async_payment_succeeded","data":{"object":{"id":"cs_race2","payment_status":"paid",
                              "metadata":{"product_id":"app","key_type_id":"pro"}}}}
                             """.utf8))
-                        return try await db.applyStripeEvent(again, tenantId: "acme", now: StorageConformanceTests.now, sealEvent: { nil }, sealer: sealer)
+                        return try await StripeEventProcessor(database: db, sealer: sealer).apply(again, tenantId: "acme", now: StorageConformanceTests.now, sealEvent: { nil })
                     }
                 }
                 return try await group.reduce(into: [StripeOutcome]()) { $0.append($1) }
@@ -354,7 +354,7 @@ import Testing
                 ].map { try JSONDecoder().decode(StripeEvent.self, from: Data($0.utf8)) }
                 try await withThrowingTaskGroup(of: Void.self) { group in
                     for event in (round.isMultiple(of: 2) ? events : events.reversed()) {
-                        group.addTask { _ = try await db.applyStripeEvent(event, tenantId: "acme", now: StorageConformanceTests.now, sealEvent: { nil }, sealer: sealer) }
+                        group.addTask { _ = try await StripeEventProcessor(database: db, sealer: sealer).apply(event, tenantId: "acme", now: StorageConformanceTests.now, sealEvent: { nil }) }
                     }
                     try await group.waitForAll()
                 }

@@ -98,8 +98,7 @@ import Testing
     @Test(.enabled(if: PrerequisiteGate.enabled(Decoder.available), "needs python3 with zxing-cpp and Pillow (.ci/run installs them)"),
           arguments: QRErrorCorrection.allCases)
     func independentDecoderReadsEveryVersion(level: QRErrorCorrection) async throws {
-        let directory = FileManager.default.temporaryDirectory.appendingPathComponent("keylight-qr-\(UUID().uuidString)")
-        try FileManager.default.createDirectory(at: directory, withIntermediateDirectories: true)
+        let directory = try temporaryDirectory("keylight-qr")
         defer { try? FileManager.default.removeItem(at: directory) }
         let renderer = QRRenderer(quietZone: 4, scale: 4)
         let seed = Mutator.seed("qr payloads \(level)")

@@ -24,7 +24,7 @@ struct AdminRoutes {
 
     func register(on router: some RouterMethods<KeylightRequestContext>, tokenHash: [UInt8]) {
         let admin = router.group("/admin/v1").add(middleware: AdminAuthMiddleware(tokenHash: tokenHash))
-        let actor = Actor.adminToken
+        let actor = AuditActor.adminToken
 
         admin.post("/tenants") { request, _ in
             let tenant = try await service.createTenant(try await decode(CreateTenantRequest.self, request), actor: actor)
@@ -70,8 +70,7 @@ struct AdminRoutes {
             let query = request.uri.queryParameters
             let (licenses, next) = try await service.licensePage(
                 tenantId: try context.parameters.require("tenant"), productId: try context.parameters.require("product"),
-                email: query.get("email"), status: query.get("status").flatMap { $0.isEmpty ? nil : $0 },
-                keySuffix: query.get("key_suffix"), limit: query.get("limit").flatMap { $0.isEmpty ? nil : $0 }, cursor: query.get("cursor").flatMap { $0.isEmpty ? nil : $0 }
+                try LicenseQuery(reading: { query.get($0) })
             )
             let now = service.clock.unixSeconds
             return try JSONBody.response(LicensePage(licenses: licenses.map { LicenseBody(license: $0, now: now) }, next_cursor: next))

@@ -14,13 +14,13 @@ extension AdminService {
 
     /// Applies a kept event again (after its product or key type was created), exactly as if
     /// Stripe had sent it again.
-    func retryStripeEvent(tenantId: String, id: String, actor: Actor) async throws -> StripeOutcome {
+    func retryStripeEvent(tenantId: String, id: String, actor: AuditActor) async throws -> StripeOutcome {
         _ = try await requireTenant(tenantId)
         guard id.utf8.count <= 255, let sealed = try await database.sealedStripeEvent(tenantId: tenantId, id: id) else {
             throw APIError.notFound("Retryable Stripe event")
         }
         let raw = try sealer.open(sealed, context: StripeSealing.event(tenantId: tenantId, eventId: id))
         guard let event = try? JSONDecoder().decode(StripeEvent.self, from: raw), event.id == id else { throw APIError.internalError }
-        return try await database.applyStripeEvent(event, tenantId: tenantId, now: clock.unixSeconds, sealEvent: { sealed }, sealer: sealer, retriedBy: actor)
+        return try await StripeEventProcessor(database: database, sealer: sealer).apply(event, tenantId: tenantId, now: clock.unixSeconds, sealEvent: { sealed }, retriedBy: actor)
     }
 }

@@ -39,7 +39,7 @@ extension AdminService {
     // MARK: Outbound webhooks
 
     /// Registers an endpoint and creates its signing secret, returned here only.
-    func createWebhookEndpoint(tenantId: String, _ body: CreateWebhookEndpointRequest, actor: Actor) async throws -> (WebhookEndpoint, secret: String) {
+    func createWebhookEndpoint(tenantId: String, _ body: CreateWebhookEndpointRequest, actor: AuditActor) async throws -> (WebhookEndpoint, secret: String) {
         _ = try await requireTenant(tenantId)
         let url = try Self.webhookURL(body.url, policy: addressPolicy)
         let types = try Self.eventTypes(body.events)
@@ -66,7 +66,7 @@ extension AdminService {
         return endpoint
     }
 
-    func setWebhookEndpointEnabled(tenantId: String, id: String, _ body: UpdateWebhookEndpointRequest, actor: Actor) async throws -> WebhookEndpoint {
+    func setWebhookEndpointEnabled(tenantId: String, id: String, _ body: UpdateWebhookEndpointRequest, actor: AuditActor) async throws -> WebhookEndpoint {
         guard let enabled = body.enabled else { throw APIError.invalidRequest("Missing field enabled.") }
         _ = try await webhookEndpoint(tenantId: tenantId, id: id)
         guard let endpoint = try await database.setWebhookEndpointEnabled(
@@ -75,7 +75,7 @@ extension AdminService {
         return endpoint
     }
 
-    func deleteWebhookEndpoint(tenantId: String, id: String, actor: Actor) async throws {
+    func deleteWebhookEndpoint(tenantId: String, id: String, actor: AuditActor) async throws {
         _ = try await webhookEndpoint(tenantId: tenantId, id: id)
         guard try await database.deleteWebhookEndpoint(tenantId: tenantId, id: id, now: clock.unixSeconds, actor: actor) else {
             throw APIError.notFound("Webhook endpoint")
@@ -83,7 +83,7 @@ extension AdminService {
     }
 
     /// Sends a delivery's event again (`POST …/deliveries/{delivery}/redeliver`).
-    func redeliver(tenantId: String, endpointId: String, deliveryId: String, actor: Actor) async throws -> WebhookDelivery {
+    func redeliver(tenantId: String, endpointId: String, deliveryId: String, actor: AuditActor) async throws -> WebhookDelivery {
         _ = try await webhookEndpoint(tenantId: tenantId, id: endpointId)
         guard deliveryId.utf8.count <= 255 else { throw APIError.notFound("Webhook delivery") }
         switch try await database.redeliver(tenantId: tenantId, endpointId: endpointId, deliveryId: deliveryId, now: clock.unixSeconds, actor: actor) {
@@ -148,7 +148,7 @@ extension AdminService {
     // MARK: Checkout
 
     /// A new checkout API key for the tenant (returned here only; the old one stops working).
-    func rotateCheckoutKey(tenantId: String, actor: Actor) async throws -> String {
+    func rotateCheckoutKey(tenantId: String, actor: AuditActor) async throws -> String {
         _ = try await requireTenant(tenantId)
         let key = Self.newSecret(prefix: "kl_checkout_")
         try await database.setCheckoutKey(tenantId: tenantId, keyHash: Hex.encode(SHA256.hash(data: Data(key.utf8))), now: clock.unixSeconds, actor: actor)
@@ -156,7 +156,7 @@ extension AdminService {
     }
 
     /// Sets the Stripe price (and mode) a key type sells at.
-    func updateKeyType(tenantId: String, productId: String, id: String, _ body: UpdateKeyTypeRequest, actor: Actor) async throws -> KeyType {
+    func updateKeyType(tenantId: String, productId: String, id: String, _ body: UpdateKeyTypeRequest, actor: AuditActor) async throws -> KeyType {
         let existing = try await requireKeyType(tenantId: tenantId, productId: productId, id: id)
         guard body.stripe_price_id != nil || body.stripe_mode != nil else {
             throw APIError.invalidRequest("Nothing to update: send stripe_price_id and/or stripe_mode.")

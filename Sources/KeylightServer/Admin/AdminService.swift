@@ -29,7 +29,7 @@ final class AdminService: Sendable {
 
     // MARK: Tenants and products
 
-    func createTenant(_ body: CreateTenantRequest, actor: Actor) async throws -> Tenant {
+    func createTenant(_ body: CreateTenantRequest, actor: AuditActor) async throws -> Tenant {
         let id = try Field.pathId(body.id, "id")
         guard !TenantPath.reserved.contains(id) else { throw APIError.invalidRequest("Tenant id \(id) is reserved by the server.") }
         let name = try Field.required(body.name, "name", max: 200)
@@ -54,7 +54,7 @@ final class AdminService: Sendable {
     }
 
     /// Creates a product and its SDK key; the key is returned here only and stored as a hash.
-    func createProduct(tenantId: String, _ body: CreateProductRequest, actor: Actor) async throws -> (Product, sdkKey: String) {
+    func createProduct(tenantId: String, _ body: CreateProductRequest, actor: AuditActor) async throws -> (Product, sdkKey: String) {
         _ = try await requireTenant(tenantId)
         let id = try Field.pathId(body.id, "id")
         let name = try Field.required(body.name, "name", max: 200)
@@ -72,7 +72,7 @@ final class AdminService: Sendable {
         return (product, sdkKey)
     }
 
-    func updateProduct(tenantId: String, productId: String, _ body: UpdateProductRequest, actor: Actor) async throws -> Product {
+    func updateProduct(tenantId: String, productId: String, _ body: UpdateProductRequest, actor: AuditActor) async throws -> Product {
         let name = try body.name.map { name throws(APIError) in try Field.required(name, "name", max: 200) }
         if let days = body.trial_duration_days { _ = try Field.integer(days, "trial_duration_days", in: 0...3650) }
         guard let product = try await database.updateProduct(
@@ -83,7 +83,7 @@ final class AdminService: Sendable {
         return product
     }
 
-    func createKeyType(tenantId: String, productId: String, _ body: CreateKeyTypeRequest, actor: Actor) async throws -> KeyType {
+    func createKeyType(tenantId: String, productId: String, _ body: CreateKeyTypeRequest, actor: AuditActor) async throws -> KeyType {
         _ = try await requireProduct(tenantId: tenantId, productId: productId)
         let id = try Field.pathId(body.id, "id")
         let displayName = try Field.required(body.display_name, "display_name", max: 200)
@@ -105,7 +105,7 @@ final class AdminService: Sendable {
     // MARK: Licenses
 
     /// Mints a license; the raw key is returned here only.
-    func createLicense(tenantId: String, productId: String, _ body: CreateLicenseRequest, actor: Actor) async throws -> (License, key: LicenseKey) {
+    func createLicense(tenantId: String, productId: String, _ body: CreateLicenseRequest, actor: AuditActor) async throws -> (License, key: LicenseKey) {
         let product = try await requireProduct(tenantId: tenantId, productId: productId)
         let keyTypeId = try Field.pathId(body.key_type_id, "key_type_id")
         guard let keyType = try await database.keyType(tenantId: tenantId, productId: productId, id: keyTypeId) else {
@@ -144,36 +144,18 @@ final class AdminService: Sendable {
         return license
     }
 
-    func licensePage(tenantId: String, productId: String, email: String?, status: String?, keySuffix: String?, limit: String?, cursor: String?) async throws -> ([License], next: String?) {
+    func licensePage(tenantId: String, productId: String, _ query: LicenseQuery) async throws -> ([License], next: String?) {
         _ = try await requireProduct(tenantId: tenantId, productId: productId)
-        let statusFilter: LicenseStatus? = try status.map { text in
-            guard let value = LicenseStatus(rawValue: text) else { throw APIError.invalidRequest("status must be active, suspended or revoked.") }
-            return value
-        }
-        let pageSize = try limit.map { text -> Int in
-            guard let value = Int(text), (1...500).contains(value) else { throw APIError.invalidRequest("limit must be 1-500.") }
-            return value
-        } ?? 50
-        let after = try cursor.map { text -> String in
-            guard let raw = Base64.decode(text), let id = String(data: raw, encoding: .utf8), id.utf8.count <= 64 else {
-                throw APIError.invalidRequest("cursor is not one this server issued.")
-            }
-            return id
-        }
-        let emailFilter = try email.flatMap { $0.isEmpty ? nil : try Field.email($0) }
-        let suffix = try keySuffix.flatMap { text -> String? in
-            let upper = text.uppercased()
-            guard !upper.isEmpty else { return nil }
-            guard upper.utf8.count == 4, LicenseKey.isValid("AAAA-0000-0000-0000-" + upper) else { throw APIError.invalidRequest("key suffix must be the last 4 characters of a key.") }
-            return upper
-        }
-        let rows = try await database.licenses(tenantId: tenantId, productId: productId, email: emailFilter, status: statusFilter, keySuffix: suffix, afterId: after, limit: pageSize + 1)
-        let page = Array(rows.prefix(pageSize))
-        let next = rows.count > pageSize ? page.last.map { Base64.encodeURLSafe(Array($0.id.utf8)) } : nil
+        let rows = try await database.licenses(
+            tenantId: tenantId, productId: productId, email: query.email, status: query.status, keySuffix: query.keySuffix,
+            afterId: query.afterId, limit: query.limit + 1
+        )
+        let page = Array(rows.prefix(query.limit))
+        let next = rows.count > query.limit ? page.last.map { LicenseQuery.cursor(after: $0.id) } : nil
         return (page, next)
     }
 
-    func setStatus(tenantId: String, productId: String, id: String, to status: LicenseStatus, action: String, actor: Actor) async throws -> License {
+    func setStatus(tenantId: String, productId: String, id: String, to status: LicenseStatus, action: String, actor: AuditActor) async throws -> License {
         guard let license = try await database.setLicenseStatus(tenantId: tenantId, productId: productId, id: id, status: status, action: action, now: clock.unixSeconds, actor: actor) else {
             throw APIError.notFound("License")
         }
@@ -181,7 +163,7 @@ final class AdminService: Sendable {
     }
 
     /// A new key for the same license; the old key stops working at once.
-    func remint(tenantId: String, productId: String, id: String, actor: Actor) async throws -> (License, key: LicenseKey) {
+    func remint(tenantId: String, productId: String, id: String, actor: AuditActor) async throws -> (License, key: LicenseKey) {
         let product = try await requireProduct(tenantId: tenantId, productId: productId)
         let key = try LicenseKey.generate(prefix: product.keyPrefix)
         guard let license = try await database.remintLicense(tenantId: tenantId, productId: productId, id: id, keyHash: key.keyHash, maskedKey: key.masked, now: clock.unixSeconds, actor: actor) else {
@@ -190,7 +172,7 @@ final class AdminService: Sendable {
         return (license, key)
     }
 
-    func deactivateInstance(tenantId: String, productId: String, licenseId: String, instanceId: String, actor: Actor) async throws {
+    func deactivateInstance(tenantId: String, productId: String, licenseId: String, instanceId: String, actor: AuditActor) async throws {
         switch try await database.deactivate(keyHash: nil, licenseId: licenseId, tenantId: tenantId, productId: productId, instanceId: instanceId, now: clock.unixSeconds, audit: actor) {
         case .licenseNotFound: throw APIError.notFound("License")
         case .instanceNotFound: throw APIError.notFound("Instance")
@@ -200,7 +182,7 @@ final class AdminService: Sendable {
 
     // MARK: Stripe and signing keys
 
-    func setStripe(tenantId: String, _ body: StripeSettingsRequest, actor: Actor) async throws {
+    func setStripe(tenantId: String, _ body: StripeSettingsRequest, actor: AuditActor) async throws {
         _ = try await requireTenant(tenantId)
         let webhookSecret = try Field.optional(body.webhook_secret.flatMap { $0.isEmpty ? nil : $0 }, "webhook_secret", max: 256)
         let secretKey: StripeSecretChange
@@ -229,7 +211,7 @@ final class AdminService: Sendable {
 
     /// Publishes a `next` key for the tenant, to ship in the app before it signs anything; a
     /// second call returns the key already prepared.
-    func prepareSigningKey(tenantId: String, actor: Actor) async throws -> SigningKeyRow {
+    func prepareSigningKey(tenantId: String, actor: AuditActor) async throws -> SigningKeyRow {
         _ = try await requireTenant(tenantId)
         return try await keyRing.prepare(tenantId: tenantId, actor: actor)
     }
@@ -237,7 +219,7 @@ final class AdminService: Sendable {
     /// Rotates one tenant (or every tenant, `tenantId` nil): its prepared `next` key, else a new
     /// key of its own, signs from now on; responses are signed under it at once (a new intermediate
     /// key). At least one outcome, in tenant id order; 409 when there is no tenant to rotate.
-    func rotateSigningKeys(tenantId: String?, actor: Actor) async throws -> [RotationOutcome] {
+    func rotateSigningKeys(tenantId: String?, actor: AuditActor) async throws -> [RotationOutcome] {
         let tenantIds = if let tenantId { [try await requireTenant(tenantId).id] } else { try await database.tenants().map(\.id) }
         guard !tenantIds.isEmpty else { throw APIError.conflict("There is no tenant to rotate; each tenant gets its first key when it is created.") }
         let outcomes = try await keyRing.rotate(tenantIds: tenantIds, actor: actor)
@@ -246,7 +228,7 @@ final class AdminService: Sendable {
     }
 
     /// Retires `kid` for one tenant, or for every tenant that has it (`tenantId` nil).
-    func retireSigningKey(kid: String, tenantId: String?, actor: Actor) async throws {
+    func retireSigningKey(kid: String, tenantId: String?, actor: AuditActor) async throws {
         if let tenantId { _ = try await requireTenant(tenantId) }
         guard SigningKey.isValidKid(kid) else { throw APIError.notFound("Signing key") }
         switch try await keyRing.retire(kid: kid, tenantId: tenantId, actor: actor) {

@@ -90,9 +90,9 @@ func assemble(
     }
 
     let metrics = ServerMetrics()
-    let touches = TouchBuffer()
+    let activity = ActivityBuffer()
     let unwritten = UnwrittenData()
-    let licensing = LicensingService(database: database, keyRing: keyRing, clock: clock, touches: touches, metrics: metrics, licenseLimit: configuration.limits.perLicense)
+    let licensing = LicensingService(database: database, keyRing: keyRing, clock: clock, activity: activity, metrics: metrics, licenseLimit: configuration.limits.perLicense)
     let signer = ResponseSigner(database: database, keyRing: keyRing, sealer: sealer, clock: clock)
     try await signer.refresh()
     let addressPolicy = AddressPolicy(allowPrivate: configuration.webhookAllowPrivate)
@@ -145,7 +145,7 @@ func assemble(
             AtShutdown { resolverPool.shutdownGracefully { _ in } },
             PeriodicService.refreshing(keyRing, every: configuration.keyRefreshInterval, logger: logger),
             PeriodicService.rotating(signer, every: configuration.keyRefreshInterval, logger: logger),
-            PeriodicService.flushing(touches, to: database, every: configuration.touchFlushInterval, unwritten: unwritten, logger: logger),
+            PeriodicService.flushing(activity, to: database, every: configuration.activityFlushInterval, unwritten: unwritten, logger: logger),
             webhooks,
             AtShutdown { await hasher.shutdown() },
             PeriodicService(interval: .seconds(600), tick: {
@@ -166,24 +166,28 @@ func assemble(
     )
 }
 
-/// The routes, in middleware order: observation (ids, errors, metrics) around everything,
-/// the per-address limit around the APIs.
+/// The routes, in middleware order: observation (ids, errors, metrics) around everything, the
+/// SDK routes' own answer middleware (outcome field, signatures) around theirs, and the
+/// per-address limit around every API.
 func buildRouter(
     licensing: LicensingService, admin: AdminService, checkout: CheckoutService, dashboard: DashboardRoutes, keyRing: KeyRing, metrics: ServerMetrics, signer: ResponseSigner?,
     limits: ServerLimits, trustedProxies: TrustedProxies = .none, adminTokenHash: [UInt8]
 ) -> Router<KeylightRequestContext> {
     let built = Router(context: KeylightRequestContext.self, options: .autoGenerateHeadEndpoints)
     let router = MethodRecordingRouter(built)
-    router.add(middleware: RequestObservationMiddleware(metrics: metrics, signer: signer, trustedProxies: trustedProxies))
+    router.add(middleware: RequestObservationMiddleware(metrics: metrics, trustedProxies: trustedProxies))
     let ops = OpsRoutes(keyRing: keyRing, metrics: metrics)
     ops.register(on: router)
-    router.add(middleware: AddressRateLimitMiddleware(limiter: RateLimiter(limit: limits.perAddress, clock: licensing.clock)))
+    // One limiter for every API a client address reaches; the SDK routes apply it inside their
+    // own middleware, so their 429s are signed like any other answer.
+    let addressLimit = AddressRateLimitMiddleware(limiter: RateLimiter(limit: limits.perAddress, clock: licensing.clock))
+    SDKRoutes(service: licensing, limits: limits, signer: signer, addressLimit: addressLimit).register(on: router)
+    router.add(middleware: addressLimit)
     ops.registerTenantKeysets(on: router)
     AdminRoutes(service: admin, limits: limits).register(on: router, tokenHash: adminTokenHash)
     StripeWebhookRoutes(admin: admin).register(on: router)
     CheckoutRoutes(service: checkout, limits: limits).register(on: router)
     dashboard.register(on: router)
-    SDKRoutes(service: licensing, limits: limits).register(on: router)
     router.addMethodNotAllowedAnswers()
     return built
 }

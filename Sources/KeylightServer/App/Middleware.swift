@@ -7,12 +7,11 @@ import NIOCore
 
 /// Outermost middleware: assigns the request id, turns every error into the documented JSON,
 /// and records the request in metrics and (at debug level) in the log. No secret is logged:
-/// neither bodies nor the SDK key, admin token or cookies.
+/// neither bodies nor the SDK key, admin token or cookies. The SDK routes render their own
+/// errors and sign their answers (``SDKResponseMiddleware``).
 struct RequestObservationMiddleware: RouterMiddleware {
     typealias Context = KeylightRequestContext
     let metrics: ServerMetrics
-    /// Signs SDK responses for requests that carry `X-Keylight-Nonce` (protocol section 3).
-    let signer: ResponseSigner?
     /// Peers whose `X-Forwarded-For` names the client.
     var trustedProxies: TrustedProxies = .none
 
@@ -25,21 +24,10 @@ struct RequestObservationMiddleware: RouterMiddleware {
         context.logger[metadataKey: "request_id"] = .string(context.requestId)
         let start = ContinuousClock.now
         var response: Response
-        var nonce: ResponseNonce?
-        let nonceHeader = signer != nil && Self.isSDKRequest(request) ? request.headers[.keylightNonce] : nil
-        if let nonceHeader, ResponseNonce(header: nonceHeader) == nil {
-            // Nothing to sign for: answered unsigned.
-            response = APIError.invalidRequest("X-Keylight-Nonce must be base64 of 12 bytes.").jsonResponse(outcomeField: Self.outcomeField(for: request))
-        } else {
-            nonce = nonceHeader.flatMap { ResponseNonce(header: $0) }
-            do {
-                response = try await next(request, context)
-            } catch {
-                response = Self.errorResponse(error, context: context, outcomeField: Self.outcomeField(for: request))
-            }
-        }
-        if let nonce, let signer {
-            response = try await Self.signed(response, nonce: nonce, path: request.uri.path, signer: signer)
+        do {
+            response = try await next(request, context)
+        } catch {
+            response = Self.errorResponse(error, context: context, outcomeField: nil)
         }
         response.headers[.keylightRequestId] = context.requestId
         let duration = ContinuousClock.now - start
@@ -84,44 +72,6 @@ struct RequestObservationMiddleware: RouterMiddleware {
         }
     }
 
-    /// The public SDK API: `POST /<tenant>/<product>/{activate,validate,deactivate,keyless}` and
-    /// `GET /<tenant>/<product>/config`, under a tenant id that is not one of the server's own paths.
-    static func isSDKRequest(_ request: Request) -> Bool {
-        let segments = request.uri.path.split(separator: "/", omittingEmptySubsequences: false)
-        guard segments.count == 4, segments[0].isEmpty, !TenantPath.reserved.contains(String(segments[1])) else { return false }
-        switch (request.method, segments[3]) {
-        case (.post, "activate"), (.post, "validate"), (.post, "deactivate"), (.post, "keyless"), (.get, "config"): return true
-        default: return false
-        }
-    }
-
-    /// The response with its body read back and the three signature headers added.
-    static func signed(_ response: Response, nonce: ResponseNonce, path: String, signer: ResponseSigner) async throws -> Response {
-        let sink = BodySink()
-        try await response.body.write(CollectingWriter(sink: sink))
-        let bytes = Array(sink.buffer.readableBytesView)
-        var signed = Response(status: response.status, headers: response.headers, body: .init(byteBuffer: sink.buffer))
-        let tenantId = path.split(separator: "/", omittingEmptySubsequences: false).dropFirst().first.map(String.init) ?? ""
-        // A database error while making the day's intermediate key leaves the response unsigned (the
-        // client treats it as unverified) rather than replacing an answer that may record a commit.
-        if let headers = try? await signer.headers(tenantId: tenantId, nonce: nonce, path: path, body: bytes) ?? nil {
-            signed.headers.append(contentsOf: headers)
-        }
-        return signed
-    }
-
-    /// `activated` for `POST /<tenant>/<product>/activate`, `valid` for `…/validate`, else nil.
-    static func outcomeField(for request: Request) -> String? {
-        guard request.method == .post else { return nil }
-        let segments = request.uri.path.split(separator: "/", omittingEmptySubsequences: false)
-        guard segments.count == 4, segments[0].isEmpty else { return nil }
-        switch segments[3] {
-        case "activate": return "activated"
-        case "validate": return "valid"
-        default: return nil
-        }
-    }
-
     /// The client's id when it is a sane token (echoed as-is), else a fresh one.
     static func requestId(from request: Request) -> String {
         if let given = request.headers[.keylightRequestId], (1...128).contains(given.utf8.count),
@@ -155,20 +105,4 @@ extension Request {
             throw APIError.payloadTooLarge
         }
     }
-}
-
-/// Collects a response body so it can be signed.
-final class BodySink {
-    var buffer = ByteBuffer()
-}
-
-struct CollectingWriter: ResponseBodyWriter {
-    let sink: BodySink
-
-    mutating func write(_ buffer: ByteBuffer) async throws {
-        var buffer = buffer
-        sink.buffer.writeBuffer(&buffer)
-    }
-
-    consuming func finish(_ trailingHeaders: HTTPFields?) async throws {}
 }

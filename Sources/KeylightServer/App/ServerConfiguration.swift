@@ -51,7 +51,7 @@ public struct ServerConfiguration: Sendable {
     /// How often each process re-reads signing keys (another process may have rotated them).
     public var keyRefreshInterval: Duration = .seconds(10)
     /// How often buffered validation times are written.
-    public var touchFlushInterval: Duration = .seconds(1)
+    public var activityFlushInterval: Duration = .seconds(1)
     public var clock: any WallClock = SystemWallClock()
     /// How often the outbox is checked for due webhook deliveries.
     public var webhookPollInterval: Duration = .seconds(2)

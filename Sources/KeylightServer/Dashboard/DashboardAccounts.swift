@@ -31,13 +31,13 @@ public struct DashboardAccounts: Sendable {
     }
 
     /// Deletes a user; their sessions stop working at once (each request re-checks its user).
-    public func deleteUser(email rawEmail: String, actor: Actor = .system) async throws {
+    public func deleteUser(email rawEmail: String, actor: AuditActor = .system) async throws {
         let email = rawEmail.trimmingCharacters(in: .whitespaces).lowercased()
         guard try await database.deleteDashboardUser(email: email, now: clock.unixSeconds, actor: actor) else { throw AccountError.notFound }
     }
 
     /// Creates a user (or, with `replacing`, sets a new password for an existing one).
-    public func createUser(email rawEmail: String, password: String, replacing: Bool = false, actor: Actor = .system) async throws -> DashboardUser {
+    public func createUser(email rawEmail: String, password: String, replacing: Bool = false, actor: AuditActor = .system) async throws -> DashboardUser {
         guard let email = try? Field.email(rawEmail.trimmingCharacters(in: .whitespaces)) else { throw AccountError.emailInvalid }
         guard password.count >= 12 else { throw AccountError.passwordTooShort }
         guard password.utf8.count <= 72 else { throw AccountError.passwordTooLong }

@@ -30,7 +30,7 @@ struct DashboardRoutes: Sendable {
     struct SignedIn: Sendable {
         var email: String
         var csrf: String
-        var actor: Actor { Actor("user:\(email)") }
+        var actor: AuditActor { AuditActor("user:\(email)") }
     }
 
     func register(on router: some RouterMethods<KeylightRequestContext>) {
@@ -379,10 +379,7 @@ struct DashboardRoutes: Sendable {
                 let email = query.get("email").flatMap { $0.isEmpty ? nil : $0 }
                 let suffix = query.get("key_suffix").flatMap { $0.isEmpty ? nil : $0 }
                 let status = query.get("status").flatMap { $0.isEmpty ? nil : $0 }
-                let (licenses, next) = try await admin.licensePage(
-                    tenantId: tenant, productId: productId, email: email, status: status, keySuffix: suffix, limit: "50",
-                    cursor: query.get("cursor").flatMap { $0.isEmpty ? nil : $0 }
-                )
+                let (licenses, next) = try await admin.licensePage(tenantId: tenant, productId: productId, try LicenseQuery(reading: { query.get($0) }, fixedLimit: 50))
                 let now = admin.clock.unixSeconds
                 let base = "/dashboard/t/\(tenant)/p/\(productId)/licenses"
                 let filters = [("email", email), ("key_suffix", suffix), ("status", status)].compactMap { name, value in value.map { (name, $0) } }
@@ -466,14 +463,13 @@ struct DashboardRoutes: Sendable {
     /// Every license matching the list's filters, as CSV (keys masked).
     private func csv(_ request: Request, tenantId: String, productId: String) async throws -> Response {
         let query = request.uri.queryParameters
-        let email = query.get("email").flatMap { $0.isEmpty ? nil : $0 }
-        let suffix = query.get("key_suffix").flatMap { $0.isEmpty ? nil : $0 }
-        let status = query.get("status").flatMap { $0.isEmpty ? nil : $0 }
         let now = admin.clock.unixSeconds
         var text = DashboardFormat.csvLine(["id", "masked_key", "status", "expired", "customer_email", "key_type_id", "expires_at", "active_instances", "created_at"])
         var cursor: String?
         repeat {
-            let (page, next) = try await admin.licensePage(tenantId: tenantId, productId: productId, email: email, status: status, keySuffix: suffix, limit: "500", cursor: cursor)
+            var pageQuery = try LicenseQuery(reading: { query.get($0) }, fixedLimit: 500)
+            pageQuery.afterId = try cursor.map(LicenseQuery.afterId(cursor:))
+            let (page, next) = try await admin.licensePage(tenantId: tenantId, productId: productId, pageQuery)
             for license in page {
                 text += DashboardFormat.csvLine([
                     license.id, license.maskedKey, license.status.rawValue, (license.expiresAt.map { $0 <= now } ?? false) ? "true" : "false",

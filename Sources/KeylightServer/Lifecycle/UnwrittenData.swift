@@ -16,7 +16,7 @@ public final class UnwrittenData: Sendable {
 
     public var current: Counts { counts.withLockedValue { $0 } }
 
-    func record(_ batch: TouchBuffer.Batch) {
+    func record(_ batch: ActivityBuffer.Batch) {
         counts.withLockedValue { counts in
             counts.validationTimes += batch.times.count
             counts.usageDays += batch.usage.count

@@ -8,7 +8,7 @@ final class LicensingService: Sendable {
     let database: Database
     let keyRing: KeyRing
     let clock: any WallClock
-    let touches: TouchBuffer
+    let activity: ActivityBuffer
     let metrics: ServerMetrics
     let licenseLimiter: RateLimiter<String>
     private let products = TTLCache<String, Product>(ttl: 5)
@@ -17,11 +17,11 @@ final class LicensingService: Sendable {
     /// How long a signed config stays valid for the app.
     static let configLifetime: Int64 = 7 * 86_400
 
-    init(database: Database, keyRing: KeyRing, clock: any WallClock, touches: TouchBuffer, metrics: ServerMetrics, licenseLimit: RateLimit) {
+    init(database: Database, keyRing: KeyRing, clock: any WallClock, activity: ActivityBuffer, metrics: ServerMetrics, licenseLimit: RateLimit) {
         self.database = database
         self.keyRing = keyRing
         self.clock = clock
-        self.touches = touches
+        self.activity = activity
         self.metrics = metrics
         self.licenseLimiter = RateLimiter(limit: licenseLimit, clock: clock)
     }
@@ -65,8 +65,8 @@ final class LicensingService: Sendable {
         let key = try Field.licenseKey(body.license_key)
         let name = try Field.required(body.instance_name, "instance_name", max: 256)
         let machineHash = try Field.optional(body.machine_hash, "machine_hash", max: 128)
-        let freeTierId = try Field.identifier(body.free_tier_instance_id, "free_tier_instance_id", required: false)
-        let existingId = try Field.identifier(body.instance_id, "instance_id", required: false)
+        let freeTierId = try Field.optionalIdentifier(body.free_tier_instance_id, "free_tier_instance_id")
+        let existingId = try Field.optionalIdentifier(body.instance_id, "instance_id")
         try limitLicense(key)
         let now = clock.unixSeconds
 
@@ -98,7 +98,7 @@ final class LicensingService: Sendable {
             case .activated(let instanceId, let grant), .existing(let instanceId, let grant):
                 if case .activated = outcome {
                     metrics.recordActivation("activated")
-                    touches.activated(tenantId: product.tenantId, productId: product.id, at: now)
+                    activity.activated(tenantId: product.tenantId, productId: product.id, at: now)
                 } else {
                     metrics.recordActivation("existing")
                 }
@@ -109,7 +109,7 @@ final class LicensingService: Sendable {
 
     func validate(_ body: ValidateRequest, product: Product) async throws -> ValidateResponse {
         let key = try Field.licenseKey(body.license_key)
-        let instanceId = try Field.identifier(body.instance_id, "instance_id")!
+        let instanceId = try Field.identifier(body.instance_id, "instance_id")
         let machineHash = try Field.optional(body.machine_hash, "machine_hash", max: 128)
         try limitLicense(key)
         let now = clock.unixSeconds
@@ -130,14 +130,14 @@ final class LicensingService: Sendable {
             throw APIError.instanceInactive
         }
         let lease = try await lease(for: grant, tenantId: product.tenantId, instanceId: instanceId, now: now)
-        touches.validated(instanceId: instanceId, tenantId: product.tenantId, productId: product.id, at: now)
+        activity.validated(instanceId: instanceId, tenantId: product.tenantId, productId: product.id, at: now)
         metrics.recordValidation(lease.status == .active ? "valid" : lease.status.rawValue)
         return ValidateResponse(valid: lease.status != .expired, licenseExpiresAt: grant.expiresAt, lease: lease, config: try await config(for: product, now: now))
     }
 
     func deactivate(_ body: DeactivateRequest, product: Product) async throws -> DeactivateResponse {
         let key = try Field.licenseKey(body.license_key)
-        let instanceId = try Field.identifier(body.instance_id, "instance_id")!
+        let instanceId = try Field.identifier(body.instance_id, "instance_id")
         try limitLicense(key)
         switch try await database.deactivate(keyHash: key.keyHash, licenseId: nil, tenantId: product.tenantId, productId: product.id, instanceId: instanceId, now: clock.unixSeconds, audit: nil) {
         case .licenseNotFound: throw try await unknownKey(key, product: product)
@@ -147,12 +147,12 @@ final class LicensingService: Sendable {
     }
 
     func keyless(_ body: KeylessRequest, product: Product) async throws -> KeylessResponse {
-        let instanceId = try Field.identifier(body.instance_id, "instance_id")!
+        let instanceId = try Field.identifier(body.instance_id, "instance_id")
         let state = try Field.required(body.state, "state", max: 16)
         guard KeylessRequest.states.contains(state) else { throw APIError.invalidRequest("Field state must be trial, free_tier or expired.") }
         let machineHash = try Field.optional(body.machine_hash, "machine_hash", max: 128)
         let now = clock.unixSeconds
-        touches.sawKeyless(
+        activity.sawKeyless(
             KeylessInstall(tenantId: product.tenantId, productId: product.id, instanceId: instanceId),
             KeylessSighting(state: state, machineHash: machineHash, at: now)
         )

@@ -36,9 +36,17 @@ enum Field {
     }
 
     /// Ids that end up in leases and URLs: 1-64 of `A-Z a-z 0-9 - _ .`.
-    static func identifier(_ value: String?, _ name: String, required isRequired: Bool = true) throws(APIError) -> String? {
-        let text = isRequired ? try required(value, name, max: 64) : try optional(value, name, max: 64)
-        guard let text else { return nil }
+    static func identifier(_ value: String?, _ name: String) throws(APIError) -> String {
+        try checkedIdentifier(try required(value, name, max: 64), name)
+    }
+
+    /// ``identifier(_:_:)`` for a field that may be absent (nil when it is).
+    static func optionalIdentifier(_ value: String?, _ name: String) throws(APIError) -> String? {
+        guard let text = try optional(value, name, max: 64) else { return nil }
+        return try checkedIdentifier(text, name)
+    }
+
+    private static func checkedIdentifier(_ text: String, _ name: String) throws(APIError) -> String {
         guard !text.isEmpty, text.utf8.allSatisfy(isIdentifierByte) else {
             throw .invalidRequest("Field \(name) must be 1-64 characters of A-Z a-z 0-9 - _ .")
         }

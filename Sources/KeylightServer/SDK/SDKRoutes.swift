@@ -7,29 +7,41 @@ import NIOCore
 struct SDKRoutes {
     let service: LicensingService
     let limits: ServerLimits
+    /// Signs answers to requests with `X-Keylight-Nonce`; nil signs nothing.
+    let signer: ResponseSigner?
+    /// The per-address limit, inside the signing (a 429 is an SDK answer and is signed too).
+    let addressLimit: AddressRateLimitMiddleware
+
+    /// A group for routes whose errors carry `outcomeField`.
+    private func routes(on router: some RouterMethods<KeylightRequestContext>, outcomeField: String? = nil) -> RouterGroup<KeylightRequestContext> {
+        router.group()
+            .add(middleware: SDKResponseMiddleware(signer: signer, outcomeField: outcomeField))
+            .add(middleware: addressLimit)
+    }
 
     func register(on router: some RouterMethods<KeylightRequestContext>) {
-        router.post("/:tenant/:product/activate") { request, context in
+        routes(on: router, outcomeField: "activated").post("/:tenant/:product/activate") { request, context in
             try await handle(request, context) { product, body in
                 JSONBody.raw(try await service.activate(decodeBody(ActivateRequest.self, from: body.readableBytesView), product: product).jsonBytes)
             }
         }
-        router.post("/:tenant/:product/validate") { request, context in
+        routes(on: router, outcomeField: "valid").post("/:tenant/:product/validate") { request, context in
             try await handle(request, context) { product, body in
                 JSONBody.raw(try await service.validate(decodeBody(ValidateRequest.self, from: body.readableBytesView), product: product).jsonBytes)
             }
         }
-        router.post("/:tenant/:product/deactivate") { request, context in
+        let others = routes(on: router)
+        others.post("/:tenant/:product/deactivate") { request, context in
             try await handle(request, context) { product, body in
                 JSONBody.raw(try await service.deactivate(decodeBody(DeactivateRequest.self, from: body.readableBytesView), product: product).jsonBytes)
             }
         }
-        router.post("/:tenant/:product/keyless") { request, context in
+        others.post("/:tenant/:product/keyless") { request, context in
             try await handle(request, context) { product, body in
                 JSONBody.raw(try await service.keyless(decodeBody(KeylessRequest.self, from: body.readableBytesView), product: product).jsonBytes)
             }
         }
-        router.get("/:tenant/:product/config") { request, context in
+        others.get("/:tenant/:product/config") { request, context in
             try await handle(request, context, readsBody: false) { product, _ in
                 JSONBody.raw(ConfigResponse(config: try await service.config(for: product, now: service.clock.unixSeconds)).jsonBytes)
             }
@@ -38,7 +50,7 @@ struct SDKRoutes {
 
     /// The steps every SDK action shares, in the order their errors take precedence: body size
     /// (413), SDK key and product (401/404), then the action. Errors are rendered by
-    /// ``RequestObservationMiddleware``, which adds `"activated":false` / `"valid":false`.
+    /// ``SDKResponseMiddleware``, which adds `"activated":false` / `"valid":false`.
     private func handle(
         _ request: Request, _ context: KeylightRequestContext, readsBody: Bool = true,
         _ action: (Product, ByteBuffer) async throws -> Response

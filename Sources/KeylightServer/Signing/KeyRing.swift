@@ -116,7 +116,7 @@ public final class KeyRing: Sendable {
     }
 
     /// Publishes a `next` key for the tenant (or returns the one already prepared).
-    func prepare(tenantId: String, actor: Actor) async throws -> SigningKeyRow {
+    func prepare(tenantId: String, actor: AuditActor) async throws -> SigningKeyRow {
         let row = try await database.prepareSigningKey(try makeRow(tenantId: tenantId, now: clock.unixSeconds), actor: actor)
         try await reload()
         return row
@@ -124,7 +124,7 @@ public final class KeyRing: Sendable {
 
     /// Rotates the given tenants: each one's prepared `next` key, or else a new key of its own,
     /// signs from now on; previous keys stay in the keysets as `grace`.
-    func rotate(tenantIds: [String], actor: Actor) async throws -> [RotationOutcome] {
+    func rotate(tenantIds: [String], actor: AuditActor) async throws -> [RotationOutcome] {
         let now = clock.unixSeconds
         // Made before the transaction (sealing is no work to hold a writer for); unused ones are dropped.
         let fresh = try Dictionary(uniqueKeysWithValues: tenantIds.map { ($0, try makeRow(tenantId: $0, now: now)) })
@@ -133,7 +133,7 @@ public final class KeyRing: Sendable {
         return outcomes
     }
 
-    func retire(kid: String, tenantId: String?, actor: Actor) async throws -> RetireOutcome {
+    func retire(kid: String, tenantId: String?, actor: AuditActor) async throws -> RetireOutcome {
         let outcome = try await database.retireSigningKey(kid: kid, tenantId: tenantId, now: clock.unixSeconds, actor: actor)
         try await reload()
         return outcome

@@ -138,7 +138,7 @@ extension Database {
     }
 
     /// Frees an instance's slot. Idempotent: an inactive instance stays inactive.
-    func deactivate(keyHash: String?, licenseId: String?, tenantId: String, productId: String, instanceId: String, now: Int64, audit actor: Actor?) async throws -> DeactivationOutcome {
+    func deactivate(keyHash: String?, licenseId: String?, tenantId: String, productId: String, instanceId: String, now: Int64, audit actor: AuditActor?) async throws -> DeactivationOutcome {
         let lock = lockRows(of: "licenses")
         let outbox = self.outbox
         return try await write { db in

@@ -2,20 +2,20 @@ import Foundation
 import SQLKit
 
 /// Who made a change, for the audit log.
-public struct Actor: Sendable, Hashable {
+public struct AuditActor: Sendable, Hashable {
     public let name: String
     public init(_ name: String) { self.name = name }
     /// The holder of the admin API token.
-    public static let adminToken = Actor("admin-token")
+    public static let adminToken = AuditActor("admin-token")
     /// The server itself (start-up key creation, scheduled work).
-    public static let system = Actor("system")
+    public static let system = AuditActor("system")
 }
 
 extension Database {
     /// Records an admin action inside the transaction that makes the change, so the log and the
     /// change commit or roll back together.
     static func audit(
-        _ db: any SQLDatabase, at now: Int64, actor: Actor, action: String,
+        _ db: any SQLDatabase, at now: Int64, actor: AuditActor, action: String,
         tenantId: String?, target: String?, details: [String: String] = [:]
     ) async throws {
         let json = (try? JSONSerialization.data(withJSONObject: details, options: [.sortedKeys])).map { String(decoding: $0, as: UTF8.self) } ?? "{}"

@@ -5,7 +5,7 @@ extension Database {
 
     /// Inserts a tenant; false when the id is taken.
     /// Inserts a tenant with its first signing key; false when the id is taken.
-    func insertTenant(_ tenant: Tenant, firstSigningKey: SigningKeyRow, actor: Actor) async throws -> Bool {
+    func insertTenant(_ tenant: Tenant, firstSigningKey: SigningKeyRow, actor: AuditActor) async throws -> Bool {
         try await write { db in
             let inserted = try await db.raw("""
                 INSERT INTO tenants (id, name, created_at) VALUES (\(bind: tenant.id), \(bind: tenant.name), \(bind: tenant.createdAt))
@@ -33,7 +33,7 @@ extension Database {
     static let productColumns: SQLQueryString = "tenant_id, id, name, key_prefix, sdk_key_hash, trial_duration_days, free_tier_enabled, created_at, updated_at"
 
     /// Inserts a product; false when the id is taken within its tenant.
-    func insertProduct(_ product: Product, actor: Actor) async throws -> Bool {
+    func insertProduct(_ product: Product, actor: AuditActor) async throws -> Bool {
         try await write { db in
             let inserted = try await db.raw("""
                 INSERT INTO products (\(Self.productColumns)) VALUES (
@@ -52,7 +52,7 @@ extension Database {
     }
 
     /// Changes a product's trial length and free tier; nil when there is no such product.
-    func updateProduct(tenantId: String, id: String, name: String?, trialDurationDays: Int?, freeTierEnabled: Bool?, now: Int64, actor: Actor) async throws -> Product? {
+    func updateProduct(tenantId: String, id: String, name: String?, trialDurationDays: Int?, freeTierEnabled: Bool?, now: Int64, actor: AuditActor) async throws -> Product? {
         try await write { db in
             let updated = try await db.raw("""
                 UPDATE products SET
@@ -88,7 +88,7 @@ extension Database {
     static let keyTypeColumns: SQLQueryString = "tenant_id, product_id, id, display_name, activation_limit, duration_days, fallback_access, lease_ttl_seconds, entitlements, created_at, stripe_price_id, stripe_mode"
 
     /// Inserts a key type; false when the id is taken within its product.
-    func insertKeyType(_ keyType: KeyType, actor: Actor) async throws -> Bool {
+    func insertKeyType(_ keyType: KeyType, actor: AuditActor) async throws -> Bool {
         try await write { db in
             let inserted = try await db.raw("""
                 INSERT INTO key_types (\(Self.keyTypeColumns)) VALUES (
@@ -109,7 +109,7 @@ extension Database {
     }
 
     /// Sets the Stripe price a key type sells at (nil stops checkouts); nil when there is no such key type.
-    func setKeyTypeStripePrice(tenantId: String, productId: String, id: String, priceId: String?, mode: String?, now: Int64, actor: Actor) async throws -> KeyType? {
+    func setKeyTypeStripePrice(tenantId: String, productId: String, id: String, priceId: String?, mode: String?, now: Int64, actor: AuditActor) async throws -> KeyType? {
         try await write { db in
             let updated = try await db.raw("""
                 UPDATE key_types SET stripe_price_id = \(bind: priceId), stripe_mode = \(bind: mode)

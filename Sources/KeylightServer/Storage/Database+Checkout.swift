@@ -2,7 +2,7 @@ import SQLKit
 
 extension Database {
     /// Replaces the tenant's checkout API key (stored as its SHA-256); the old key stops working.
-    func setCheckoutKey(tenantId: String, keyHash: String, now: Int64, actor: Actor) async throws {
+    func setCheckoutKey(tenantId: String, keyHash: String, now: Int64, actor: AuditActor) async throws {
         try await write { db in
             try await db.raw("""
                 INSERT INTO checkout_keys (tenant_id, key_hash, created_at) VALUES (\(bind: tenantId), \(bind: keyHash), \(bind: now))

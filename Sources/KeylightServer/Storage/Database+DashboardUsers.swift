@@ -22,7 +22,7 @@ extension Database {
 
     /// Inserts a user, or replaces the password of an existing one when `replacing`; false when
     /// the email is taken and not `replacing`.
-    public func saveDashboardUser(_ user: DashboardUser, replacing: Bool, actor: Actor) async throws -> Bool {
+    public func saveDashboardUser(_ user: DashboardUser, replacing: Bool, actor: AuditActor) async throws -> Bool {
         try await write { db in
             let conflict: SQLQueryString = replacing
                 ? "ON CONFLICT (email) DO UPDATE SET password_hash = excluded.password_hash, failed_logins = 0, locked_until = 0"
@@ -70,7 +70,7 @@ extension Database {
     }
 
     /// Deletes a user (audited); false when there is none with that email.
-    func deleteDashboardUser(email: String, now: Int64, actor: Actor) async throws -> Bool {
+    func deleteDashboardUser(email: String, now: Int64, actor: AuditActor) async throws -> Bool {
         try await write { db in
             guard try await db.raw("DELETE FROM dashboard_users WHERE email = \(bind: email) RETURNING id").first() != nil else { return false }
             try await Self.audit(db, at: now, actor: actor, action: "dashboard_user.delete", tenantId: nil, target: email)

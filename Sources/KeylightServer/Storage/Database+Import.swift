@@ -4,7 +4,7 @@ extension Database {
     /// Inserts many licenses at once (migration from another system, load tests), in batches of
     /// `batchSize` rows per statement and one transaction per batch. Audited as one entry per call.
     /// With `tidy`, refreshes planner statistics and compacts the log afterwards (do it once, after the last call).
-    public func importLicenses(_ licenses: [License], actor: Actor = .system, batchSize: Int = 500, tidy: Bool = false) async throws {
+    public func importLicenses(_ licenses: [License], actor: AuditActor = .system, batchSize: Int = 500, tidy: Bool = false) async throws {
         guard let first = licenses.first else { return }
         // Licenses are stored in key-hash order; inserting in that order keeps page splits local.
         let licenses = licenses.sorted { $0.keyHash < $1.keyHash }

@@ -5,7 +5,7 @@ extension Database {
     static let instanceColumns: SQLQueryString = "id, license_id, name, machine_hash, active, activated_at, last_validated_at, deactivated_at"
 
     /// Inserts a minted license; `key` (the raw key) goes only into the `license.created` webhook.
-    func insertLicense(_ license: License, key: String, actor: Actor) async throws {
+    func insertLicense(_ license: License, key: String, actor: AuditActor) async throws {
         let outbox = self.outbox
         try await write { db in
             try await db.raw("""
@@ -55,7 +55,7 @@ extension Database {
     }
 
     /// Sets an administrator's decision; nil when there is no such license.
-    func setLicenseStatus(tenantId: String, productId: String, id: String, status: LicenseStatus, action: String, now: Int64, actor: Actor) async throws -> License? {
+    func setLicenseStatus(tenantId: String, productId: String, id: String, status: LicenseStatus, action: String, now: Int64, actor: AuditActor) async throws -> License? {
         let outbox = self.outbox
         return try await write { db in
             let updated = try await db.raw("""
@@ -73,7 +73,7 @@ extension Database {
     }
 
     /// Replaces a license's key (the old key stops working at once); nil when there is no such license.
-    func remintLicense(tenantId: String, productId: String, id: String, keyHash: String, maskedKey: String, now: Int64, actor: Actor) async throws -> License? {
+    func remintLicense(tenantId: String, productId: String, id: String, keyHash: String, maskedKey: String, now: Int64, actor: AuditActor) async throws -> License? {
         try await write { db in
             // The old key's hash is kept, so devices that still send it get a verdict, not a 404.
             try await db.raw("""
@@ -99,21 +99,5 @@ extension Database {
             SELECT 1 AS found FROM replaced_license_keys
             WHERE key_hash = \(bind: keyHash) AND tenant_id = \(bind: tenantId) AND product_id = \(bind: productId)
             """).first() != nil
-    }
-
-    /// Moves a license's expiry (Stripe renewals and cancellations use this too).
-    func setLicenseExpiry(licenseId: String, expiresAt: Int64?, action: String, now: Int64, actor: Actor) async throws -> License? {
-        let outbox = self.outbox
-        return try await write { db in
-            let updated = try await db.raw("""
-                UPDATE licenses SET expires_at = \(bind: expiresAt), updated_at = \(bind: now) WHERE id = \(bind: licenseId)
-                RETURNING \(Self.licenseColumns)
-                """).first(decoding: License.self)
-            guard let updated else { return nil }
-            try await Self.audit(db, at: now, actor: actor, action: action, tenantId: updated.tenantId, target: licenseId, details: ["expires_at": expiresAt.map(String.init) ?? "lifetime"])
-            let type: WebhookEventType = if let expiresAt, expiresAt <= now { .licenseExpired } else { .licenseRenewed }
-            try await outbox.enqueue(WebhookEvent(type: type, tenantId: updated.tenantId, at: now, data: .init(license: updated, source: actor.name)), on: db)
-            return updated
-        }
     }
 }

@@ -57,7 +57,7 @@ extension Database {
     }
 
     /// Gives a tenant its first active key; nothing when it has one already (another process won). Inside `db`'s transaction.
-    static func insertFirstSigningKey(_ row: SigningKeyRow, on db: any SQLDatabase, actor: Actor) async throws -> Bool {
+    static func insertFirstSigningKey(_ row: SigningKeyRow, on db: any SQLDatabase, actor: AuditActor) async throws -> Bool {
         let inserted = try await db.raw("""
             INSERT INTO tenant_signing_keys (\(signingKeyColumns))
             VALUES (\(bind: row.tenantId), \(bind: row.kid), \(bind: row.publicKey), \(bind: row.sealedPrivateKey), 'active', \(bind: row.createdAt), \(bind: row.createdAt))
@@ -68,13 +68,13 @@ extension Database {
         return true
     }
 
-    func insertFirstSigningKey(_ row: SigningKeyRow, actor: Actor) async throws -> Bool {
+    func insertFirstSigningKey(_ row: SigningKeyRow, actor: AuditActor) async throws -> Bool {
         try await write { db in try await Self.insertFirstSigningKey(row, on: db, actor: actor) }
     }
 
     /// Publishes `row` as the tenant's `next` key, unless it has one already: then that one is
     /// returned, so preparing twice never replaces a key apps may already ship.
-    func prepareSigningKey(_ row: SigningKeyRow, actor: Actor) async throws -> SigningKeyRow {
+    func prepareSigningKey(_ row: SigningKeyRow, actor: AuditActor) async throws -> SigningKeyRow {
         try await write { db in
             if let existing = try await db.raw("""
                 SELECT \(Self.signingKeyColumns) FROM tenant_signing_keys WHERE tenant_id = \(bind: row.tenantId) AND status = 'next'
@@ -100,7 +100,7 @@ extension Database {
 
     /// Rotates the tenants of `order` in one transaction: each one's `next` key (if prepared) or its
     /// row in `fresh` becomes active, the previous active key becomes `grace`.
-    func rotateSigningKeys(fresh: [String: SigningKeyRow], order tenantIds: [String], now: Int64, actor: Actor) async throws -> [RotationOutcome] {
+    func rotateSigningKeys(fresh: [String: SigningKeyRow], order tenantIds: [String], now: Int64, actor: AuditActor) async throws -> [RotationOutcome] {
         try await write { db in
             var outcomes: [RotationOutcome] = []
             for tenantId in tenantIds {
@@ -134,7 +134,7 @@ extension Database {
 
     /// Retires `kid` for one tenant, or for every tenant that has it (`tenantId` nil). The key
     /// that signs now cannot be retired; with several tenants, nothing changes if it signs for any.
-    func retireSigningKey(kid: String, tenantId: String?, now: Int64, actor: Actor) async throws -> RetireOutcome {
+    func retireSigningKey(kid: String, tenantId: String?, now: Int64, actor: AuditActor) async throws -> RetireOutcome {
         try await write { db in
             let scope: SQLQueryString = tenantId.map { (tenant: String) -> SQLQueryString in "AND tenant_id = \(bind: tenant)" } ?? ""
             let statuses = try await db.raw("SELECT status FROM tenant_signing_keys WHERE kid = \(bind: kid) \(scope)")

@@ -10,7 +10,7 @@ enum StripeSecretChange: Sendable {
 extension Database {
     /// Stores a tenant's Stripe secrets, already sealed by the caller; a nil webhook secret keeps
     /// the stored one. False (and nothing stored) when there is no webhook secret at all.
-    func setStripeSettings(tenantId: String, sealedWebhookSecret: String?, secretKey: StripeSecretChange, now: Int64, actor: Actor) async throws -> Bool {
+    func setStripeSettings(tenantId: String, sealedWebhookSecret: String?, secretKey: StripeSecretChange, now: Int64, actor: AuditActor) async throws -> Bool {
         let lock = lockRows(of: "stripe_settings")
         return try await write { db in
             let stored = try await db.raw("""

@@ -89,7 +89,7 @@ extension Database {
 
     // MARK: Endpoints
 
-    func insertWebhookEndpoint(_ endpoint: WebhookEndpoint, actor: Actor) async throws {
+    func insertWebhookEndpoint(_ endpoint: WebhookEndpoint, actor: AuditActor) async throws {
         try await write { db in
             try await db.raw("""
                 INSERT INTO webhook_endpoints (\(Self.endpointColumns)) VALUES (
@@ -113,7 +113,7 @@ extension Database {
     }
 
     /// Deletes an endpoint and its delivery history; false when there is no such endpoint.
-    func deleteWebhookEndpoint(tenantId: String, id: String, now: Int64, actor: Actor) async throws -> Bool {
+    func deleteWebhookEndpoint(tenantId: String, id: String, now: Int64, actor: AuditActor) async throws -> Bool {
         try await write { db in
             guard try await db.raw("SELECT id FROM webhook_endpoints WHERE tenant_id = \(bind: tenantId) AND id = \(bind: id)").first() != nil else { return false }
             try await db.raw("DELETE FROM webhook_deliveries WHERE endpoint_id = \(bind: id)").run()
@@ -124,13 +124,13 @@ extension Database {
     }
 
     /// Turns an endpoint on or off; turning it off stops its pending deliveries. nil when there is no such endpoint.
-    func setWebhookEndpointEnabled(tenantId: String, id: String, enabled: Bool, reason: String?, now: Int64, actor: Actor) async throws -> WebhookEndpoint? {
+    func setWebhookEndpointEnabled(tenantId: String, id: String, enabled: Bool, reason: String?, now: Int64, actor: AuditActor) async throws -> WebhookEndpoint? {
         try await write { db in
             try await Self.setEndpointEnabled(db, tenantId: tenantId, id: id, enabled: enabled, reason: reason, now: now, actor: actor)
         }
     }
 
-    private static func setEndpointEnabled(_ db: any SQLDatabase, tenantId: String, id: String, enabled: Bool, reason: String?, now: Int64, actor: Actor) async throws -> WebhookEndpoint? {
+    private static func setEndpointEnabled(_ db: any SQLDatabase, tenantId: String, id: String, enabled: Bool, reason: String?, now: Int64, actor: AuditActor) async throws -> WebhookEndpoint? {
         guard let endpoint = try await db.raw("""
             UPDATE webhook_endpoints SET enabled = \(bind: enabled), disabled_reason = \(bind: enabled ? nil : reason), updated_at = \(bind: now)
             WHERE tenant_id = \(bind: tenantId) AND id = \(bind: id)
@@ -188,7 +188,7 @@ extension Database {
 
     /// Sends a delivery's event to its endpoint again, as a new delivery with its own retry
     /// window; a pending one that is not in flight is simply made due now.
-    func redeliver(tenantId: String, endpointId: String, deliveryId: String, now: Int64, actor: Actor) async throws -> RedeliveryOutcome {
+    func redeliver(tenantId: String, endpointId: String, deliveryId: String, now: Int64, actor: AuditActor) async throws -> RedeliveryOutcome {
         let lock = lockRows(of: "webhook_deliveries")
         return try await write { db in
             guard let source = try await db.raw("""

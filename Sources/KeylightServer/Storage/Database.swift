@@ -1,3 +1,4 @@
+import Foundation
 import Logging
 import SQLKit
 
@@ -32,9 +33,21 @@ public struct Database: Sendable {
         try await PostgresStorage.open(url: url, poolSize: poolSize, logger: logger)
     }
 
-    /// Creates an empty database on the same server (PostgreSQL; for tests and benchmarks).
-    public func createDatabase(named name: String) async throws {
-        try await sql.raw("CREATE DATABASE \(ident: name)").run()
+    /// Creates an empty, uniquely named database on the PostgreSQL server of `serverURL` and
+    /// answers its name and URL (for tests and benchmarks: every run on a database of its own).
+    public static func createScratchDatabase(serverURL: String, prefix: String = "kl_", logger: Logger) async throws -> (name: String, url: String) {
+        let name = prefix + UUID().uuidString.lowercased().replacingOccurrences(of: "-", with: "")
+        guard var components = URLComponents(string: serverURL) else { throw StorageError.unreachable(redacted(url: serverURL), reason: "not a URL") }
+        let server = try await postgres(url: serverURL, poolSize: 1, logger: logger)
+        do {
+            try await server.sql.raw("CREATE DATABASE \(ident: name)").run()
+        } catch {
+            await server.close()
+            throw error
+        }
+        await server.close()
+        components.path = "/" + name
+        return (name, components.string ?? serverURL)
     }
 
     /// A database URL with its password hidden, for logs and messages.

@@ -36,9 +36,9 @@ struct StripeWebhookRoutes {
             }
             // Kept (sealed: it names the buyer) only while the event stays retryable.
             let sealer = admin.sealer
-            let outcome = try await admin.database.applyStripeEvent(event, tenantId: tenantId, now: now, sealEvent: {
+            let outcome = try await StripeEventProcessor(database: admin.database, sealer: sealer).apply(event, tenantId: tenantId, now: now, sealEvent: {
                 try sealer.seal(Data(bytes), context: StripeSealing.event(tenantId: tenantId, eventId: event.id))
-            }, sealer: sealer)
+            })
             if outcome == .unknownProduct {
                 context.logger.notice("Stripe event for an unknown product or key type", metadata: ["event": .string(event.id), "tenant": .string(tenantId)])
                 // Not 2xx, so Stripe sends it again (for up to three days) while the product is created.

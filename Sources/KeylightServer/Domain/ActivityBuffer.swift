@@ -29,7 +29,7 @@ struct UsageCount: Sendable, Equatable {
 /// buffered here too: repeated check-ins of one install cost one row write per flush, and a
 /// flood of made-up instance ids fills at most ``maxPendingKeyless`` entries per flush interval
 /// (the rest are dropped: a real install checks in again on its next launch).
-final class TouchBuffer: Sendable {
+final class ActivityBuffer: Sendable {
     struct Batch: Sendable {
         var times: [String: Int64] = [:]
         var usage: [UsageDay: UsageCount] = [:]
@@ -126,7 +126,7 @@ extension Int64 {
 extension PeriodicService {
     /// Writes buffered validation times, usage counts and keyless check-ins every `interval`,
     /// and once more at shutdown; what that last write cannot store is counted in `unwritten`.
-    static func flushing(_ buffer: TouchBuffer, to database: Database, every interval: Duration, unwritten: UnwrittenData, logger: Logger) -> PeriodicService {
+    static func flushing(_ buffer: ActivityBuffer, to database: Database, every interval: Duration, unwritten: UnwrittenData, logger: Logger) -> PeriodicService {
         @Sendable func flush(final: Bool) async {
             let batch = buffer.drain()
             guard !batch.isEmpty else { return }

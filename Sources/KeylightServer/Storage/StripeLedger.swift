@@ -1,0 +1,175 @@
+import Foundation
+import KeylightCore
+import SQLKit
+
+/// A subscription as Keylight has heard of it: the latest period an invoice paid for, and when
+/// it ended.
+struct StripeSubscriptionState: Sendable, Equatable {
+    var paidThrough: Int64?
+    var endedAt: Int64?
+}
+
+/// The reads and writes that applying one Stripe event may make, all inside the transaction
+/// that records the event (``Database/recordStripeEvent(_:tenantId:now:sealEvent:retriedBy:apply:)``).
+/// What to do is decided by ``StripeEventRules``; this type only knows the tables.
+struct StripeLedger: Sendable {
+    let db: any SQLDatabase
+    let tenantId: String
+    let now: Int64
+    /// The event being applied, named in audit entries.
+    let eventId: String
+    let outbox: WebhookOutbox?
+    let actor = AuditActor("stripe")
+
+    // MARK: Checkout sessions
+
+    /// Notes what an event says of a session. A settled status (`paid`, `failed`) is not undone
+    /// by a late repeat of an earlier event; a failure always stands, and drops any key still
+    /// waiting to be picked up.
+    func recordSession(_ sessionId: String, successOrigin: String?, paymentStatus: String?) async throws {
+        try await db.raw("""
+            INSERT INTO checkout_sessions (tenant_id, id, success_origin, payment_status, created_at)
+            VALUES (\(bind: tenantId), \(bind: sessionId), \(bind: successOrigin), \(bind: paymentStatus), \(bind: now))
+            ON CONFLICT (tenant_id, id) DO UPDATE SET
+                payment_status = CASE WHEN excluded.payment_status = 'failed' THEN 'failed'
+                                      WHEN checkout_sessions.payment_status IN ('paid', 'failed') THEN checkout_sessions.payment_status
+                                      ELSE excluded.payment_status END,
+                sealed_license_key = CASE WHEN excluded.payment_status = 'failed' THEN NULL ELSE checkout_sessions.sealed_license_key END,
+                success_origin = COALESCE(checkout_sessions.success_origin, excluded.success_origin)
+            """).run()
+    }
+
+    /// Claims a session for one license: false when another event or process minted first.
+    func claimSession(_ sessionId: String, licenseId: String, sealedKey: String) async throws -> Bool {
+        try await db.raw("""
+            UPDATE checkout_sessions SET license_id = \(bind: licenseId), sealed_license_key = \(bind: sealedKey), minted_at = \(bind: now), payment_status = 'paid'
+            WHERE tenant_id = \(bind: tenantId) AND id = \(bind: sessionId) AND license_id IS NULL
+            RETURNING id
+            """).first() != nil
+    }
+
+    /// The license a session minted, if any.
+    func mintedLicense(session sessionId: String) async throws -> String? {
+        try await db.raw("SELECT license_id FROM checkout_sessions WHERE tenant_id = \(bind: tenantId) AND id = \(bind: sessionId)")
+            .first(decodingColumn: "license_id", as: String?.self) ?? nil
+    }
+
+    // MARK: Catalogue and licenses
+
+    /// The key type and its product's key prefix; nil when either does not exist.
+    func keyType(productId: String, keyTypeId: String) async throws -> (KeyType, prefix: String)? {
+        guard let keyType = try await db.raw("""
+                  SELECT \(Database.keyTypeColumns) FROM key_types
+                  WHERE tenant_id = \(bind: tenantId) AND product_id = \(bind: productId) AND id = \(bind: keyTypeId)
+                  """).first(decoding: KeyType.self),
+              let prefix = try await db.raw("SELECT key_prefix FROM products WHERE tenant_id = \(bind: tenantId) AND id = \(bind: productId)")
+                  .first(decodingColumn: "key_prefix", as: String.self) else { return nil }
+        return (keyType, prefix)
+    }
+
+    /// Inserts a minted license with the Stripe ids it came from, audited and announced.
+    func insertLicense(_ license: License, key: LicenseKey, customer: String?, paymentIntent: String?, subscription: String?, details: [String: String]) async throws {
+        try await db.raw("""
+            INSERT INTO licenses (\(Database.licenseColumns), stripe_customer_id, stripe_payment_intent_id, stripe_subscription_id) VALUES (
+                \(bind: license.id), \(bind: tenantId), \(bind: license.productId), \(bind: license.keyTypeId), \(bind: license.keyHash), \(bind: license.maskedKey),
+                'active', \(bind: license.expiresAt), \(bind: license.customerEmail), 0, \(bind: now), \(bind: now),
+                \(bind: customer), \(bind: paymentIntent), \(bind: subscription))
+            """).run()
+        try await Database.audit(db, at: now, actor: actor, action: "license.create", tenantId: tenantId, target: license.id, details: details.merging(["event": eventId]) { $1 })
+        try await outbox.enqueue(WebhookEvent(type: .licenseCreated, tenantId: tenantId, at: now, data: .init(license: license, licenseKey: key.text, source: actor.name)), on: db)
+    }
+
+    /// Which licenses a revocation reaches.
+    enum LicenseSelection: Sendable {
+        case id(String)
+        case paymentIntent(String)
+    }
+
+    /// Revokes the tenant's licenses `selection` names that are not revoked yet, audited and
+    /// announced with `reason`; answers whether there were any.
+    func revoke(_ selection: LicenseSelection, reason: String) async throws -> Bool {
+        let condition: SQLQueryString = switch selection {
+        case .id(let id): "id = \(bind: id)"
+        case .paymentIntent(let intent): "stripe_payment_intent_id = \(bind: intent)"
+        }
+        let licenses = try await db.raw("""
+            UPDATE licenses SET status = 'revoked', updated_at = \(bind: now)
+            WHERE tenant_id = \(bind: tenantId) AND status <> 'revoked' AND \(condition) RETURNING \(Database.licenseColumns)
+            """).all(decoding: License.self)
+        for license in licenses {
+            try await Database.audit(db, at: now, actor: actor, action: "license.revoke", tenantId: tenantId, target: license.id, details: ["event": eventId, "reason": reason])
+            try await outbox.enqueue(WebhookEvent(type: .licenseRevoked, tenantId: tenantId, at: now, data: .init(license: license, source: actor.name)), on: db)
+        }
+        return !licenses.isEmpty
+    }
+
+    // MARK: Subscriptions
+
+    /// The subscription's state, its row created if need be and locked until the transaction
+    /// ends: an `invoice.paid` or deletion processed at the same moment (Stripe sends them
+    /// milliseconds apart) waits for this mint, then finds its license; or this mint waits for
+    /// it, then reads what it wrote.
+    func lockSubscription(_ id: String) async throws -> StripeSubscriptionState? {
+        try await db.raw("""
+            INSERT INTO stripe_subscriptions (tenant_id, id, paid_through, ended_at, updated_at)
+            VALUES (\(bind: tenantId), \(bind: id), NULL, NULL, \(bind: now))
+            ON CONFLICT (tenant_id, id) DO UPDATE SET updated_at = excluded.updated_at
+            """).run()
+        return try await subscription(id)
+    }
+
+    func subscription(_ id: String) async throws -> StripeSubscriptionState? {
+        guard let row = try await db.raw("""
+            SELECT paid_through, ended_at FROM stripe_subscriptions WHERE tenant_id = \(bind: tenantId) AND id = \(bind: id)
+            """).first() else { return nil }
+        return StripeSubscriptionState(paidThrough: try row.decode(column: "paid_through", as: Int64?.self), endedAt: try row.decode(column: "ended_at", as: Int64?.self))
+    }
+
+    /// Records an end; the earliest one reported stays.
+    func recordSubscriptionEnd(_ id: String, at endedAt: Int64) async throws {
+        try await db.raw("""
+            INSERT INTO stripe_subscriptions (tenant_id, id, paid_through, ended_at, updated_at)
+            VALUES (\(bind: tenantId), \(bind: id), NULL, \(bind: endedAt), \(bind: now))
+            ON CONFLICT (tenant_id, id) DO UPDATE SET
+                ended_at = CASE WHEN stripe_subscriptions.ended_at IS NULL OR excluded.ended_at < stripe_subscriptions.ended_at
+                                THEN excluded.ended_at ELSE stripe_subscriptions.ended_at END,
+                updated_at = excluded.updated_at
+            """).run()
+    }
+
+    /// Records a paid period's end; the latest one reported stays.
+    func recordPaidThrough(_ id: String, _ paidThrough: Int64) async throws {
+        try await db.raw("""
+            INSERT INTO stripe_subscriptions (tenant_id, id, paid_through, ended_at, updated_at)
+            VALUES (\(bind: tenantId), \(bind: id), \(bind: paidThrough), NULL, \(bind: now))
+            ON CONFLICT (tenant_id, id) DO UPDATE SET
+                paid_through = CASE WHEN stripe_subscriptions.paid_through IS NULL OR excluded.paid_through > stripe_subscriptions.paid_through
+                                    THEN excluded.paid_through ELSE stripe_subscriptions.paid_through END,
+                updated_at = excluded.updated_at
+            """).run()
+    }
+
+    /// Sets the subscription's licenses to expire at `expiresAt` where that is earlier than now
+    /// set (`earlierOnly`) or later than now set and the license is not revoked (`!earlierOnly`);
+    /// a license without an expiry is always moved. Audited and announced; answers the moved.
+    func moveExpiry(subscription: String, to expiresAt: Int64, earlierOnly: Bool) async throws -> [License] {
+        let condition: SQLQueryString = earlierOnly
+            ? "(expires_at IS NULL OR expires_at > \(bind: expiresAt))"
+            : "status <> 'revoked' AND (expires_at IS NULL OR expires_at < \(bind: expiresAt))"
+        let licenses = try await db.raw("""
+            UPDATE licenses SET expires_at = \(bind: expiresAt), updated_at = \(bind: now)
+            WHERE tenant_id = \(bind: tenantId) AND stripe_subscription_id = \(bind: subscription) AND \(condition)
+            RETURNING \(Database.licenseColumns)
+            """).all(decoding: License.self)
+        let (action, type): (String, WebhookEventType) = earlierOnly ? ("license.expire", .licenseExpired) : ("license.renew", .licenseRenewed)
+        for license in licenses {
+            try await Database.audit(db, at: now, actor: actor, action: action, tenantId: tenantId, target: license.id, details: ["event": eventId, "expires_at": String(expiresAt)])
+            try await outbox.enqueue(WebhookEvent(type: type, tenantId: tenantId, at: now, data: .init(license: license, source: actor.name)), on: db)
+        }
+        return licenses
+    }
+
+    func hasLicenses(subscription: String) async throws -> Bool {
+        try await db.raw("SELECT id FROM licenses WHERE tenant_id = \(bind: tenantId) AND stripe_subscription_id = \(bind: subscription) LIMIT 1").first() != nil
+    }
+}

@@ -1,0 +1,141 @@
+import Foundation
+import KeylightCore
+
+/// What a Stripe event means for a tenant's licenses (protocol sections 5 and 6.6): the
+/// decisions, made against a ``StripeLedger`` inside the transaction that records the event.
+struct StripeEventRules {
+    let event: StripeEvent
+    let ledger: StripeLedger
+    let sealer: SecretSealer
+
+    private var object: StripeObject { event.data.object }
+    private var tenantId: String { ledger.tenantId }
+    private var now: Int64 { ledger.now }
+
+    func apply() async throws -> StripeOutcome {
+        switch event.type {
+        case "checkout.session.completed":
+            return try await checkout(paid: object.isPaid)
+        case "checkout.session.async_payment_succeeded":
+            return try await checkout(paid: true)
+        case "checkout.session.async_payment_failed":
+            return try await paymentFailed()
+        case "charge.refunded", "charge.dispute.created":
+            guard let paymentIntent = object.paymentIntent else { return .noLicense }
+            return try await ledger.revoke(.paymentIntent(paymentIntent), reason: event.type) ? .revoked : .noLicense
+        case "customer.subscription.deleted":
+            return try await subscriptionEnded()
+        case "invoice.paid":
+            return try await invoicePaid()
+        default:
+            return .ignored
+        }
+    }
+
+    // MARK: Checkout
+
+    /// A Stripe object id Keylight will store: present, non-empty and at most 255 bytes.
+    static func storable(_ id: String?) -> String? {
+        guard let id, !id.isEmpty, id.utf8.count <= 255 else { return nil }
+        return id
+    }
+
+    /// Sessions Keylight did not create (no product metadata) and sessions another tenant
+    /// created on a shared Stripe account are not this tenant's business.
+    private var isForThisTenant: Bool {
+        guard object.metadata?["product_id"] != nil, object.metadata?["key_type_id"] != nil else { return false }
+        if let named = object.metadata?["tenant_id"], named != tenantId { return false }
+        return true
+    }
+
+    /// Money first: a completed session mints only once it is paid.
+    private func checkout(paid: Bool) async throws -> StripeOutcome {
+        guard isForThisTenant, let sessionId = Self.storable(object.id) else { return .ignored }
+        try await ledger.recordSession(sessionId, successOrigin: object.successOrigin, paymentStatus: object.paymentStatus)
+        guard paid else { return .awaitingPayment }
+        return try await mint(sessionId: sessionId)
+    }
+
+    /// One license per session, however many events or processes race: the session is claimed
+    /// before the license is written.
+    private func mint(sessionId: String) async throws -> StripeOutcome {
+        guard let productId = object.metadata?["product_id"], let keyTypeId = object.metadata?["key_type_id"],
+              let (keyType, prefix) = try await ledger.keyType(productId: productId, keyTypeId: keyTypeId) else {
+            return .unknownProduct
+        }
+        let newKey = try LicenseKey.generate(prefix: prefix)
+        let licenseId = UUID().uuidString.lowercased()
+        let sealedKey = try sealer.seal(Data(newKey.text.utf8), context: StripeSealing.licenseKey(tenantId: tenantId, sessionId: sessionId))
+        guard try await ledger.claimSession(sessionId, licenseId: licenseId, sealedKey: sealedKey) else { return .alreadyMinted }
+        let subscription = Self.storable(object.subscription)
+        let state = try await subscription.asyncMap { try await ledger.lockSubscription($0) } ?? nil
+        let email = (object.customerDetails?.email ?? object.customerEmail)?.lowercased()
+        let license = License(
+            id: licenseId, tenantId: tenantId, productId: productId, keyTypeId: keyTypeId,
+            keyHash: newKey.keyHash, maskedKey: newKey.masked, status: .active,
+            expiresAt: Self.firstExpiry(durationDays: keyType.durationDays, now: now, subscription: state),
+            customerEmail: email, activeInstances: 0, createdAt: now, updatedAt: now
+        )
+        try await ledger.insertLicense(license, key: newKey, customer: object.customer, paymentIntent: object.paymentIntent, subscription: object.subscription, details: [
+            "source": "stripe", "checkout_session": sessionId, "product_id": productId, "key_type_id": keyTypeId, "masked_key": newKey.masked,
+        ])
+        return .minted
+    }
+
+    /// A new license's expiry: its key type's duration, unless events for its subscription came
+    /// first: then the latest period paid for (if later), and never past the subscription's end.
+    static func firstExpiry(durationDays: Int?, now: Int64, subscription: StripeSubscriptionState?) -> Int64? {
+        var expiresAt = durationDays.map { now + Int64($0) * 86_400 }
+        if let paidThrough = subscription?.paidThrough, expiresAt.map({ paidThrough > $0 }) ?? true { expiresAt = paidThrough }
+        if let endedAt = subscription?.endedAt { expiresAt = min(expiresAt ?? endedAt, endedAt) }
+        return expiresAt
+    }
+
+    /// The delayed payment never arrived: nothing is minted, and a license an earlier version
+    /// minted on `completed` is revoked.
+    private func paymentFailed() async throws -> StripeOutcome {
+        guard isForThisTenant, let sessionId = Self.storable(object.id) else { return .ignored }
+        try await ledger.recordSession(sessionId, successOrigin: object.successOrigin, paymentStatus: "failed")
+        var revoked = false
+        if let minted = try await ledger.mintedLicense(session: sessionId) {
+            revoked = try await ledger.revoke(.id(minted), reason: event.type) || revoked
+        }
+        if let paymentIntent = object.paymentIntent {
+            revoked = try await ledger.revoke(.paymentIntent(paymentIntent), reason: event.type) || revoked
+        }
+        return revoked ? .revoked : .paymentFailed
+    }
+
+    // MARK: Subscriptions
+
+    /// The subscription's licenses expire when it ended (clamped to now), never later than they
+    /// already did, and no later invoice revives them.
+    private func subscriptionEnded() async throws -> StripeOutcome {
+        guard let subscription = Self.storable(object.id) else { return .noLicense }
+        let endedAt = min(object.endedAt ?? event.created ?? now, now)
+        try await ledger.recordSubscriptionEnd(subscription, at: endedAt)
+        if try await !ledger.moveExpiry(subscription: subscription, to: endedAt, earlierOnly: true).isEmpty { return .expired }
+        return try await ledger.hasLicenses(subscription: subscription) ? .stale : .noLicense
+    }
+
+    /// Expiry moves only forward, to the latest period any invoice paid for (not this
+    /// invoice's: an older invoice arriving late sets nothing back), and never for a
+    /// subscription that has ended. A license from a lifetime key type takes its first expiry
+    /// from billing.
+    private func invoicePaid() async throws -> StripeOutcome {
+        guard let subscription = Self.storable(object.invoiceSubscription), let paidThrough = object.paidThrough else { return .ignored }
+        try await ledger.recordPaidThrough(subscription, paidThrough)
+        guard let state = try await ledger.subscription(subscription), state.endedAt == nil, let latest = state.paidThrough else {
+            return try await ledger.hasLicenses(subscription: subscription) ? .stale : .noLicense
+        }
+        if try await !ledger.moveExpiry(subscription: subscription, to: latest, earlierOnly: false).isEmpty { return .renewed }
+        return try await ledger.hasLicenses(subscription: subscription) ? .stale : .noLicense
+    }
+}
+
+private extension Optional {
+    func asyncMap<T>(_ transform: (Wrapped) async throws -> T) async rethrows -> T? {
+        guard let self else { return nil }
+        return try await transform(self)
+    }
+}
