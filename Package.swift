@@ -72,8 +72,18 @@ let package = Package(
                 .product(name: "HummingbirdBcrypt", package: "hummingbird-auth"),
                 .product(name: "Mustache", package: "swift-mustache"),
             ],
-            // Dashboard templates and stylesheet, read once at start-up.
-            resources: [.copy("Dashboard/Templates"), .copy("Dashboard/Static")]
+            // Dashboard templates (each beside the view model it renders; copied to the bundle's
+            // top level, where the renderer finds them by name) and static files, read once at start-up.
+            resources: [
+                .copy("Dashboard/Pages/layout.mustache"), .copy("Dashboard/Pages/error.mustache"),
+                .copy("Dashboard/Account/login.mustache"),
+                .copy("Dashboard/Tenants/home.mustache"), .copy("Dashboard/Tenants/tenant.mustache"),
+                .copy("Dashboard/Products/product.mustache"),
+                .copy("Dashboard/Licenses/licenses.mustache"), .copy("Dashboard/Licenses/license.mustache"),
+                .copy("Dashboard/SigningKeys/signing_keys.mustache"),
+                .copy("Dashboard/Audit/audit.mustache"),
+                .copy("Dashboard/Static"),
+            ]
         ),
         .executableTarget(
             // The CLI; its product (the binary) is `keylight`. The target is not called `keylight`:

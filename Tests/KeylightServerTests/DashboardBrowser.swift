@@ -29,6 +29,11 @@ final class DashboardBrowser: Sendable {
         return try await send(.post, path, body: FormEncoding.encode(all))
     }
 
+    /// Posts `body` as it is, with the last page's CSRF token appended.
+    func postRaw(_ path: String, body: String) async throws -> Reply {
+        try await send(.post, path, body: body + "&_csrf=" + FormEncoding.escape(csrf ?? ""))
+    }
+
     /// Signs in through the form; answers the reply to the sign-in POST.
     @discardableResult
     func signIn(_ email: String, _ password: String, next: String? = nil) async throws -> Reply {

@@ -1,5 +1,6 @@
 import Crypto
 import Foundation
+import KeylightFuzzSupport
 import KeylightTestSupport
 import HTTPTypes
 import KeylightCore
@@ -350,7 +351,7 @@ import Testing
             let keyPage = try await browser.post("/dashboard/t/north/checkout-key")
             let checkoutKey = try #require(keyPage.text.firstMatch(of: /kl_checkout_[A-Za-z0-9_-]+/).map { String($0.output) })
             #expect(!(try await browser.get("/dashboard/t/north")).text.contains(checkoutKey))
-            let hookPage = try await browser.post("/dashboard/t/north/webhooks", [("url", "https://hooks.example.com/k"), ("events", "license.created"), ("events", "license.revoked")])
+            let hookPage = try await browser.post("/dashboard/t/north/webhooks", [("url", "https://hooks.example.com/k"), ("events[]", "license.created"), ("events[]", "license.revoked")])
             #expect(hookPage.text.contains("whsec_"))
             let endpoints = try await client.database.webhookEndpoints(tenantId: "north")
             #expect(endpoints.count == 1 && endpoints[0].eventTypes == [.licenseCreated, .licenseRevoked])
@@ -493,6 +494,82 @@ import Testing
             #expect(audit.text.contains("signing_key.rotate"))
             #expect(audit.text.contains("signing_key.retire"))
             #expect(try await browser.get("/dashboard/audit?cursor=abc").status == .badRequest)
+        }
+    }
+
+    @Test func theCSVIsStreamedPageByPageAndHoldsEveryLicense() async throws {
+        try await Harness().run(.live) { client in
+            let (browser, seed) = try await Self.signedIn(client)
+            let now = client.clock.unixSeconds
+            let imported = try (0..<1_234).map { index in
+                let key = try LicenseKey.generate(prefix: "ACME")
+                return License(id: String(format: "imp-%05d", index), tenantId: "acme", productId: "app", keyTypeId: seed.keyType, keyHash: key.keyHash,
+                               maskedKey: key.masked, status: .active, expiresAt: nil, customerEmail: "bulk@example.com", activeInstances: 0, createdAt: now, updatedAt: now)
+            }
+            try await client.database.importLicenses(imported)
+            let csv = try await browser.get("/dashboard/t/acme/p/app/licenses.csv")
+            #expect(csv.status == .ok)
+            // Written as it is read (chunked), not built whole with a length up front.
+            #expect(csv.headers[.contentLength] == nil && csv.headers[.transferEncoding] == "chunked", "\(csv.headers)")
+            let lines = csv.text.split(separator: "\r\n")
+            #expect(lines.count == 1 + 1_234 + 1, "three pages of 500 and the seed's license")
+            let ids = lines.dropFirst().map { $0.split(separator: ",")[0] }
+            #expect(Set(ids).count == ids.count, "no license twice across page boundaries")
+            #expect(ids.contains("imp-00000") && ids.contains("imp-01233") && ids.contains(Substring(seed.licenseId)))
+            // A filter still applies on every page.
+            let filtered = try await browser.get("/dashboard/t/acme/p/app/licenses.csv?email=bulk%40example.com")
+            #expect(filtered.text.split(separator: "\r\n").count == 1 + 1_234)
+            // A bad filter is an error page before any CSV is sent.
+            let bad = try await browser.get("/dashboard/t/acme/p/app/licenses.csv?status=bogus")
+            #expect(bad.status == .badRequest && bad.headers[.contentType]?.hasPrefix("text/html") == true)
+        }
+    }
+
+    @Test func anUnreadableDatabaseIsThe503PageNotASignInLoop() async throws {
+        try await Harness().run { client in
+            let (browser, _) = try await Self.signedIn(client)
+            await client.database.close()
+            for path in ["/dashboard", "/dashboard/t/acme", "/dashboard/t/acme/p/app/licenses", "/dashboard/t/acme/p/app/licenses.csv", "/dashboard/audit"] {
+                let page = try await browser.get(path)
+                #expect(page.status == .serviceUnavailable, "\(path): \(page.status) \(page.location ?? "")")
+                #expect(page.headers[.retryAfter] == "1" && page.headers[.contentType]?.hasPrefix("text/html") == true, "\(path)")
+                #expect(page.text.contains("The database is unavailable"), "\(path)")
+            }
+            #expect(try await browser.post("/dashboard/tenants", [("id", "t2"), ("name", "Two")]).status == .serviceUnavailable)
+            // Without a session cookie there is nothing to look up: the sign-in page as ever.
+            #expect(try await client.request(.get, "/dashboard").location?.hasPrefix("/dashboard/login") == true)
+        }
+    }
+
+    @Test func aFormWhoseWriteCannotGetTheDatabaseIsThe503PageAndChangesNothing() async throws {
+        let directory = try temporaryDirectory("dashboard-busy")
+        defer { try? FileManager.default.removeItem(at: directory) }
+        let path = directory.appendingPathComponent("keylight.db").path
+        try await Harness(databasePath: path).run { client in
+            let (browser, _) = try await Self.signedIn(client)
+            _ = try await browser.get("/dashboard")
+            // Another process holds SQLite's write lock past the server's busy timeout (5 s);
+            // reads (the session) still work, so the failure is the handler's own write.
+            let other = try await Database.sqlite(path: path, logger: Harness.logger)
+            let (release, releaser) = AsyncStream<Void>.makeStream()
+            let (locked, lockedSignal) = AsyncStream<Void>.makeStream()
+            let holder = Task {
+                try await other.write { sql in
+                    try await sql.raw("UPDATE tenants SET name = name").run()
+                    lockedSignal.yield()
+                    for await _ in release { break }
+                }
+            }
+            for await _ in locked { break }
+            let reply = try await browser.post("/dashboard/tenants", [("id", "t2"), ("name", "Two")])
+            releaser.finish()
+            try await holder.value
+            await other.close()
+            #expect(reply.status == .serviceUnavailable, "\(reply.status) \(reply.text.prefix(300))")
+            #expect(reply.headers[.retryAfter] == "1" && reply.text.contains("The database is unavailable"))
+            #expect(try await client.database.tenants().map(\.id) == ["acme"])
+            // The lock gone, the same form works.
+            #expect(try await browser.post("/dashboard/tenants", [("id", "t2"), ("name", "Two")]).location == "/dashboard/t/t2")
         }
     }
 

@@ -41,34 +41,3 @@ enum DashboardFormat {
         fields.map(csvField).joined(separator: ",") + "\r\n"
     }
 }
-
-/// The fields of an `application/x-www-form-urlencoded` body.
-struct FormFields: Sendable {
-    let pairs: [(String, String)]
-
-    init(body: String) {
-        pairs = body.isEmpty ? [] : FormEncoding.decode(body)
-    }
-
-    /// The first value, trimmed; nil when absent or blank.
-    subscript(name: String) -> String? {
-        guard let value = pairs.first(where: { $0.0 == name })?.1.trimmingCharacters(in: .whitespacesAndNewlines), !value.isEmpty else { return nil }
-        return value
-    }
-
-    func all(_ name: String) -> [String] {
-        pairs.filter { $0.0 == name }.map { $0.1.trimmingCharacters(in: .whitespacesAndNewlines) }.filter { !$0.isEmpty }
-    }
-
-    /// A checkbox: present (any value but "off"/"false") = true.
-    func flag(_ name: String) -> Bool {
-        guard let value = self[name]?.lowercased() else { return false }
-        return value != "off" && value != "false" && value != "0"
-    }
-
-    func int(_ name: String, label: String) throws(APIError) -> Int? {
-        guard let text = self[name] else { return nil }
-        guard let value = Int(text) else { throw .invalidRequest("\(label) must be a whole number.") }
-        return value
-    }
-}

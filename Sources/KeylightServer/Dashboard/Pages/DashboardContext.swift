@@ -16,13 +16,23 @@ struct DashboardSession: Codable, Sendable, Equatable {
     var credential: String? = nil
 }
 
-/// The request context of `/dashboard` routes: the parent's storage plus the session, with
-/// form bodies decoded as `application/x-www-form-urlencoded`. Only dashboard requests pay for
-/// a session.
+/// Who is signed in, for one request (set by ``DashboardAuthMiddleware``).
+struct SignedInUser: Sendable {
+    var email: String
+    var csrf: String
+    var actor: AuditActor { AuditActor("user:\(email)") }
+}
+
+/// The request context of `/dashboard` routes: the parent's storage plus the session. Only
+/// dashboard requests pay for a session.
 struct DashboardContext: ChildRequestContext, SessionRequestContext {
     var coreContext: CoreRequestContextStorage
     let sessions: SessionContext<DashboardSession>
     let rateLimitKey: IPAddress
+    /// The signed-in user, on routes behind ``DashboardAuthMiddleware``.
+    var user: SignedInUser?
+    /// The posted form, read (bounded) and CSRF-checked by ``DashboardAuthMiddleware``.
+    var form: DashboardForm?
 
     init(context: KeylightRequestContext) throws {
         coreContext = context.coreContext
@@ -34,5 +44,17 @@ struct DashboardContext: ChildRequestContext, SessionRequestContext {
     var signedIn: DashboardSession? {
         guard let session = sessions.session, session.userId != nil else { return nil }
         return session
+    }
+
+    /// The signed-in user; only routes behind ``DashboardAuthMiddleware`` ask.
+    func requireUser() throws -> SignedInUser {
+        guard let user else { throw DashboardRefusal.notSignedIn }
+        return user
+    }
+
+    /// The posted form decoded as `Form`; only POST routes behind ``DashboardAuthMiddleware`` ask.
+    func decodeForm<Form: Decodable>(_ type: Form.Type = Form.self) throws -> Form {
+        guard let form else { throw DashboardRefusal.unreadableForm }
+        return try form.decode(type)
     }
 }

@@ -18,7 +18,7 @@ struct DashboardRenderer: Sendable {
 
     static func load() async throws -> DashboardRenderer {
         guard let root = Bundle.module.resourceURL else { throw LoadError(description: "the dashboard resources are missing from the build") }
-        let library = try await MustacheLibrary(directory: root.appendingPathComponent("Templates").path)
+        let library = try await MustacheLibrary(directory: root.path)
         for page in ["layout", "login", "home", "tenant", "product", "licenses", "license", "signing_keys", "audit", "error"] where library.getTemplate(named: page) == nil {
             throw LoadError(description: "dashboard template \(page).mustache is missing")
         }

@@ -1,0 +1,6 @@
+/// `login.mustache`.
+struct LoginView: Sendable {
+    var chrome: Chrome
+    var email: String?
+    var next: String
+}

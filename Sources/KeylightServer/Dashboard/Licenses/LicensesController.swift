@@ -1,0 +1,117 @@
+import Hummingbird
+import KeylightTrust
+
+/// A product's licenses: the searchable list, the CSV export, minting, and one license's page
+/// with its devices and actions (revoke, suspend, reinstate, remint, deactivate a device).
+struct LicensesController: Sendable {
+    let dashboard: DashboardRoutes
+    var admin: AdminService { dashboard.admin }
+    var pages: DashboardPages { dashboard.pages }
+    /// Draws license keys as QR codes; made once, used for every page.
+    let qr = QRRenderer(quietZone: 4, darkColor: "#111827")
+
+    init(dashboard: DashboardRoutes) {
+        self.dashboard = dashboard
+    }
+
+    struct CreateLicenseForm: Decodable {
+        @FormText var keyTypeId: String?
+        @FormText var customerEmail: String?
+        enum CodingKeys: String, CodingKey { case keyTypeId = "key_type_id", customerEmail = "customer_email" }
+    }
+
+    func register(on group: RouterGroup<DashboardContext>) {
+        let list = group.signedIn("/t/:tenant/p/:product/licenses", dashboard: dashboard, back: Self.listPage)
+        list.get { request, context -> Response in
+            try await listPage(request, context)
+        }
+        list.post { _, context -> Response in
+            let form = try context.decodeForm(CreateLicenseForm.self)
+            let (tenantId, productId) = ProductsController.ids(context)
+            let (license, key) = try await admin.createLicense(tenantId: tenantId, productId: productId, CreateLicenseRequest(
+                key_type_id: form.keyTypeId, customer_email: form.customerEmail, expires_at: nil
+            ), actor: try context.requireUser().actor)
+            return pages.page("license", try await licenseView(tenantId, productId, license.id, context, newKey: key.text))
+        }
+        group.signedIn("/t/:tenant/p/:product", dashboard: dashboard).get("/licenses.csv") { request, context -> Response in
+            let (tenantId, productId) = ProductsController.ids(context)
+            return try await LicenseCSV.response(admin, tenantId: tenantId, productId: productId, filters: try LicenseQuery(reading: { request.uri.queryParameters.get($0) }))
+        }
+
+        let license = group.signedIn("/t/:tenant/p/:product/licenses/:id", dashboard: dashboard, back: Self.licensePage)
+        license.get { _, context -> Response in
+            pages.page("license", try await licenseView(
+                try context.parameters.require("tenant"), try context.parameters.require("product"), try context.parameters.require("id"), context, newKey: nil
+            ))
+        }
+        license.post("/:action") { _, context -> Response in
+            let (tenantId, productId) = ProductsController.ids(context)
+            let (id, actor) = (try context.parameters.require("id"), try context.requireUser().actor)
+            let action = try context.parameters.require("action")
+            let statuses: [String: LicenseStatus] = ["revoke": .revoked, "suspend": .suspended, "reinstate": .active]
+            if let status = statuses[action] {
+                _ = try await admin.setStatus(tenantId: tenantId, productId: productId, id: id, to: status, action: "license.\(action)", actor: actor)
+                pages.flash(context, "License \(status == .active ? "reinstated" : status.rawValue).")
+                return .redirect(to: Self.licensePage(context))
+            }
+            guard action == "remint" else { throw APIError.notFound("Action") }
+            let (_, key) = try await admin.remint(tenantId: tenantId, productId: productId, id: id, actor: actor)
+            var view = try await licenseView(tenantId, productId, id, context, newKey: key.text)
+            view.chrome.flash = "New key minted; the old key no longer works."
+            return pages.page("license", view)
+        }
+        license.post("/instances/:instance/deactivate") { _, context -> Response in
+            let (tenantId, productId) = ProductsController.ids(context)
+            try await admin.deactivateInstance(
+                tenantId: tenantId, productId: productId, licenseId: try context.parameters.require("id"),
+                instanceId: try context.parameters.require("instance"), actor: try context.requireUser().actor
+            )
+            pages.flash(context, "Device deactivated; its slot is free.")
+            return .redirect(to: Self.licensePage(context))
+        }
+    }
+
+    @Sendable static func listPage(_ context: DashboardContext) -> String {
+        ProductsController.productPage(context) + "/licenses"
+    }
+
+    @Sendable static func licensePage(_ context: DashboardContext) -> String {
+        listPage(context) + "/" + (context.parameters.get("id") ?? "")
+    }
+
+    private func listPage(_ request: Request, _ context: DashboardContext) async throws -> Response {
+        let (tenantId, productId) = (try context.parameters.require("tenant"), try context.parameters.require("product"))
+        let product = try await admin.requireProduct(tenantId: tenantId, productId: productId)
+        let query = request.uri.queryParameters
+        let email = query.get("email").flatMap { $0.isEmpty ? nil : $0 }
+        let suffix = query.get("key_suffix").flatMap { $0.isEmpty ? nil : $0 }
+        let status = query.get("status").flatMap { $0.isEmpty ? nil : $0 }
+        let (licenses, next) = try await admin.licensePage(tenantId: tenantId, productId: productId, try LicenseQuery(reading: { query.get($0) }, fixedLimit: 50))
+        let now = admin.clock.unixSeconds
+        let base = "/dashboard/t/\(tenantId)/p/\(productId)/licenses"
+        let filters = [("email", email), ("key_suffix", suffix), ("status", status)].compactMap { name, value in value.map { (name, $0) } }
+        return pages.page("licenses", LicensesView(
+            chrome: pages.chrome("Licenses · \(product.name)", context), tenantId: tenantId, productId: productId, productName: product.name,
+            email: email, keySuffix: suffix,
+            statuses: [StatusOption(value: "", label: "any status", selected: status == nil)]
+                + LicenseStatus.allCases.map { StatusOption(value: $0.rawValue, label: $0.rawValue, selected: status == $0.rawValue) },
+            licenses: licenses.map { LicenseRow($0, now: now) },
+            nextURL: next.map { base + "?" + FormEncoding.encode(filters + [("cursor", $0)]) },
+            csvURL: base + ".csv" + (filters.isEmpty ? "" : "?" + FormEncoding.encode(filters)),
+            keyTypes: try await admin.database.keyTypes(tenantId: tenantId, productId: productId).map { KeyTypeOption(id: $0.id, label: $0.displayName) }
+        ))
+    }
+
+    private func licenseView(_ tenantId: String, _ productId: String, _ id: String, _ context: DashboardContext, newKey: String?) async throws -> LicenseView {
+        let product = try await admin.requireProduct(tenantId: tenantId, productId: productId)
+        let license = try await admin.license(tenantId: tenantId, productId: productId, id: id)
+        let instances = try await admin.database.instances(licenseId: license.id)
+        return LicenseView(
+            chrome: pages.chrome("License …\(license.maskedKey.suffix(4))", context), tenantId: tenantId, productId: productId, productName: product.name,
+            license: LicenseRow(license, now: admin.clock.unixSeconds),
+            instances: instances.map(InstanceRow.init),
+            newKey: newKey, newKeyQR: try newKey.map { qr.svg(try QRCode(text: $0, errorCorrection: .medium)) },
+            canRevoke: license.status != .revoked, canSuspend: license.status == .active, canReinstate: license.status != .active
+        )
+    }
+}

@@ -1,0 +1,63 @@
+import Hummingbird
+import HummingbirdAuth
+import KeylightCore
+
+/// The gate in front of every signed-in dashboard route. A visitor without a live session is
+/// sent to the sign-in page (a page view remembers where it was going; a form does not: it is
+/// not re-posted after sign-in). A form (POST) is read once, bounded, and must carry the
+/// session's CSRF token; the handler gets both as ``DashboardContext/user`` and
+/// ``DashboardContext/form``.
+struct DashboardAuthMiddleware: RouterMiddleware {
+    typealias Context = DashboardContext
+    let database: Database
+    let sessions: SQLSessionStore
+
+    func handle(_ request: Request, context: Context, next: (Request, Context) async throws -> Response) async throws -> Response {
+        if context.sessions.session == nil, let cookie = request.cookies[DashboardRoutes.sessionCookie]?.value {
+            // The session middleware reads an unreadable store as "signed out". Asking again
+            // tells an expired session (sign in) from an outage (the 503 page, not a sign-in
+            // form that cannot work); only a request with a cookie but no session pays for it.
+            _ = try await sessions.get(key: cookie, as: DashboardSession.self)
+        }
+        guard let session = try await currentSession(context), let email = session.email else {
+            if request.method == .post { return .redirect(to: "/dashboard/login") }
+            var target = request.uri.path
+            if let query = request.uri.query, !query.isEmpty { target += "?" + query }
+            return .redirect(to: "/dashboard/login?" + FormEncoding.encode([("next", target)]))
+        }
+        var request = request
+        var context = context
+        if request.method == .post {
+            let form = try await DashboardForm.read(&request)
+            guard try form.csrfMatches(session.csrf) else { throw DashboardRefusal.foreignForm }
+            context.form = form
+        }
+        context.user = SignedInUser(email: email, csrf: session.csrf)
+        return try await next(request, context)
+    }
+
+    /// The signed-in session if its user still exists with the password it signed in with: a
+    /// deleted user or a password reset ends every earlier session (it is cleared here).
+    private func currentSession(_ context: Context) async throws -> DashboardSession? {
+        guard let session = context.signedIn, let userId = session.userId else { return nil }
+        guard let user = try await database.dashboardUser(id: userId),
+              let stamp = session.credential,
+              ConstantTime.equals(Array(stamp.utf8), Array(DashboardAccounts.credentialStamp(user).utf8)) else {
+            context.sessions.clearSession()
+            return nil
+        }
+        return session
+    }
+}
+
+extension RouterGroup<DashboardContext> {
+    /// A group of signed-in routes under `path`: failures become pages (a failed form returns
+    /// to `back`), then the sign-in and CSRF gate.
+    func signedIn(
+        _ path: RouterPath = "", dashboard: DashboardRoutes, back: @escaping @Sendable (DashboardContext) -> String = { _ in "/dashboard" }
+    ) -> RouterGroup<DashboardContext> {
+        group(path)
+            .add(middleware: DashboardErrorMiddleware(pages: dashboard.pages, logger: dashboard.logger, back: back))
+            .add(middleware: dashboard.auth)
+    }
+}

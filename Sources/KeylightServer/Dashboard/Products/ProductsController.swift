@@ -1,0 +1,135 @@
+import Hummingbird
+
+/// A product's page (settings, charts, key types, the app's `Configuration`) and its forms.
+struct ProductsController: Sendable {
+    let dashboard: DashboardRoutes
+    var admin: AdminService { dashboard.admin }
+    var pages: DashboardPages { dashboard.pages }
+
+    struct CreateProductForm: Decodable {
+        @FormText var id: String?
+        @FormText var name: String?
+        @FormText var keyPrefix: String?
+        @FormText var trialDurationDays: String?
+        @FormCheckbox var freeTierEnabled: Bool
+        enum CodingKeys: String, CodingKey {
+            case id, name, keyPrefix = "key_prefix", trialDurationDays = "trial_duration_days", freeTierEnabled = "free_tier_enabled"
+        }
+    }
+
+    struct UpdateProductForm: Decodable {
+        @FormText var name: String?
+        @FormText var trialDurationDays: String?
+        @FormCheckbox var freeTierEnabled: Bool
+        enum CodingKeys: String, CodingKey {
+            case name, trialDurationDays = "trial_duration_days", freeTierEnabled = "free_tier_enabled"
+        }
+    }
+
+    struct CreateKeyTypeForm: Decodable {
+        @FormText var id: String?
+        @FormText var displayName: String?
+        @FormText var activationLimit: String?
+        @FormText var durationDays: String?
+        @FormCheckbox var fallbackAccess: Bool
+        @FormText var leaseTTLDays: String?
+        /// Codes separated by commas or spaces.
+        @FormText var entitlements: String?
+        @FormText var stripePriceId: String?
+        @FormText var stripeMode: String?
+        enum CodingKeys: String, CodingKey {
+            case id, displayName = "display_name", activationLimit = "activation_limit", durationDays = "duration_days",
+                 fallbackAccess = "fallback_access", leaseTTLDays = "lease_ttl_days", entitlements,
+                 stripePriceId = "stripe_price_id", stripeMode = "stripe_mode"
+        }
+    }
+
+    struct KeyTypeStripeForm: Decodable {
+        @FormText var stripePriceId: String?
+        @FormText var stripeMode: String?
+        enum CodingKeys: String, CodingKey { case stripePriceId = "stripe_price_id", stripeMode = "stripe_mode" }
+    }
+
+    func register(on group: RouterGroup<DashboardContext>) {
+        group.signedIn("/t/:tenant/products", dashboard: dashboard, back: TenantsController.tenantPage).post { request, context -> Response in
+            let form = try context.decodeForm(CreateProductForm.self)
+            let tenantId = TenantsController.tenantId(context)
+            let (product, sdkKey) = try await admin.createProduct(tenantId: tenantId, CreateProductRequest(
+                id: form.id, name: form.name, key_prefix: form.keyPrefix?.uppercased(),
+                trial_duration_days: try DashboardForm.wholeNumber(form.trialDurationDays, label: "Trial days"), free_tier_enabled: form.freeTierEnabled
+            ), actor: try context.requireUser().actor)
+            var view = try await productView(tenantId, product.id, request, context)
+            view.sdkKey = sdkKey
+            view.snippet = AppSnippet.configuration(product: product, sdkKey: sdkKey, serverURL: serverURL(request), keys: admin.keyRing.current[product.tenantId])
+            return pages.page("product", view)
+        }
+
+        let product = group.signedIn("/t/:tenant/p/:product", dashboard: dashboard, back: Self.productPage)
+        product.get { request, context -> Response in
+            pages.page("product", try await productView(try context.parameters.require("tenant"), try context.parameters.require("product"), request, context))
+        }
+        product.post { _, context -> Response in
+            let form = try context.decodeForm(UpdateProductForm.self)
+            let (tenantId, productId) = Self.ids(context)
+            _ = try await admin.requireProduct(tenantId: tenantId, productId: productId)
+            _ = try await admin.updateProduct(tenantId: tenantId, productId: productId, UpdateProductRequest(
+                name: form.name, trial_duration_days: try DashboardForm.wholeNumber(form.trialDurationDays, label: "Trial days"), free_tier_enabled: form.freeTierEnabled
+            ), actor: try context.requireUser().actor)
+            pages.flash(context, "Product saved.")
+            return .redirect(to: Self.productPage(context))
+        }
+        product.post("/key-types") { _, context -> Response in
+            let form = try context.decodeForm(CreateKeyTypeForm.self)
+            let (tenantId, productId) = Self.ids(context)
+            let entitlements = (form.entitlements ?? "").split(whereSeparator: { $0 == "," || $0 == " " }).map(String.init)
+            // Range-checked before the multiplication: a form value near Int.max must be a 400, not a trap.
+            let ttlDays = try DashboardForm.wholeNumber(form.leaseTTLDays, label: "Lease TTL").map { days throws(APIError) in
+                try Field.integer(days, "lease_ttl_days", in: 1...366)
+            }
+            let keyType = try await admin.createKeyType(tenantId: tenantId, productId: productId, CreateKeyTypeRequest(
+                id: form.id, display_name: form.displayName, activation_limit: try DashboardForm.wholeNumber(form.activationLimit, label: "Activation limit"),
+                duration_days: try DashboardForm.wholeNumber(form.durationDays, label: "Duration"), fallback_access: form.fallbackAccess,
+                lease_ttl_seconds: ttlDays.map { Int64($0) * 86_400 }, entitlements: entitlements,
+                stripe_price_id: form.stripePriceId, stripe_mode: form.stripeMode
+            ), actor: try context.requireUser().actor)
+            pages.flash(context, "Key type \(keyType.displayName) created.")
+            return .redirect(to: Self.productPage(context))
+        }
+        product.post("/key-types/:keyType/stripe") { _, context -> Response in
+            let form = try context.decodeForm(KeyTypeStripeForm.self)
+            let (tenantId, productId) = Self.ids(context)
+            _ = try await admin.updateKeyType(
+                tenantId: tenantId, productId: productId, id: try context.parameters.require("keyType"),
+                UpdateKeyTypeRequest(stripePriceId: .some(form.stripePriceId), stripeMode: form.stripeMode), actor: try context.requireUser().actor
+            )
+            pages.flash(context, "Stripe price saved.")
+            return .redirect(to: Self.productPage(context))
+        }
+    }
+
+    static func ids(_ context: DashboardContext) -> (tenant: String, product: String) {
+        (context.parameters.get("tenant") ?? "", context.parameters.get("product") ?? "")
+    }
+
+    @Sendable static func productPage(_ context: DashboardContext) -> String {
+        let (tenant, product) = ids(context)
+        return "/dashboard/t/\(tenant)/p/\(product)"
+    }
+
+    /// The server's URL as an app reaches it: the configured public URL, else this request's host.
+    private func serverURL(_ request: Request) -> String {
+        dashboard.publicURL ?? "http://\(request.head.authority ?? "localhost:8080")"
+    }
+
+    private func productView(_ tenantId: String, _ productId: String, _ request: Request, _ context: DashboardContext) async throws -> ProductView {
+        let tenant = try await admin.requireTenant(tenantId)
+        let product = try await admin.requireProduct(tenantId: tenantId, productId: productId)
+        let charts = try await ProductCharts.load(admin.database, tenantId: tenantId, productId: productId, now: admin.clock.unixSeconds)
+        return ProductView(
+            chrome: pages.chrome(product.name, context), tenantId: tenant.id, tenantName: tenant.name, product: ProductRow(product),
+            sdkKey: nil, snippet: AppSnippet.configuration(product: product, sdkKey: nil, serverURL: serverURL(request), keys: admin.keyRing.current[product.tenantId]),
+            keyTypes: try await admin.database.keyTypes(tenantId: tenantId, productId: productId).map(KeyTypeRow.init),
+            statusChart: charts.status, activationChart: charts.activations, validationChart: charts.validations
+        )
+    }
+}
