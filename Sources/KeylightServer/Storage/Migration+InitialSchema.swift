@@ -1,134 +1,115 @@
+import SQLKit
+
 extension Migration {
     /// Tenants, products, key types, licenses, instances, signing keys, audit log, keyless
     /// installs, Stripe settings and server settings. Times are Unix seconds.
-    static let initialSchema = Migration(name: "0001_initial_schema") { c in
-        [
-            """
-            CREATE TABLE tenants (
-                id TEXT PRIMARY KEY,
-                name TEXT NOT NULL,
-                created_at \(c.bigint) NOT NULL
-            )
-            """,
-            """
-            CREATE TABLE products (
-                tenant_id TEXT NOT NULL REFERENCES tenants (id),
-                id TEXT NOT NULL,
-                name TEXT NOT NULL,
-                key_prefix TEXT NOT NULL,
-                sdk_key_hash TEXT NOT NULL,
-                trial_duration_days INTEGER NOT NULL,
-                free_tier_enabled BOOLEAN NOT NULL,
-                created_at \(c.bigint) NOT NULL,
-                updated_at \(c.bigint) NOT NULL,
-                PRIMARY KEY (tenant_id, id)
-            )
-            """,
-            """
-            CREATE TABLE key_types (
-                tenant_id TEXT NOT NULL,
-                product_id TEXT NOT NULL,
-                id TEXT NOT NULL,
-                display_name TEXT NOT NULL,
-                activation_limit INTEGER NOT NULL,
-                duration_days INTEGER,
-                fallback_access BOOLEAN NOT NULL,
-                lease_ttl_seconds \(c.bigint) NOT NULL,
-                entitlements TEXT NOT NULL,
-                created_at \(c.bigint) NOT NULL,
-                PRIMARY KEY (tenant_id, product_id, id),
-                FOREIGN KEY (tenant_id, product_id) REFERENCES products (tenant_id, id)
-            )
-            """,
-            // active_instances mirrors COUNT(active instances) and is only ever changed by a
-            // conditional UPDATE, which is what makes the activation cap atomic. Stored in key-hash
-            // order: every SDK request looks a license up by its key hash.
-            """
-            CREATE TABLE licenses (
-                key_hash TEXT PRIMARY KEY,
-                id TEXT NOT NULL UNIQUE,
-                tenant_id TEXT NOT NULL,
-                product_id TEXT NOT NULL,
-                key_type_id TEXT NOT NULL,
-                masked_key TEXT NOT NULL,
-                status TEXT NOT NULL,
-                expires_at \(c.bigint),
-                customer_email TEXT,
-                active_instances INTEGER NOT NULL,
-                created_at \(c.bigint) NOT NULL,
-                updated_at \(c.bigint) NOT NULL,
-                FOREIGN KEY (tenant_id, product_id, key_type_id) REFERENCES key_types (tenant_id, product_id, id)
-            )\(c.clusteredTable)
-            """,
-            "CREATE INDEX licenses_by_product ON licenses (tenant_id, product_id, id)",
-            "CREATE INDEX licenses_by_email ON licenses (tenant_id, product_id, customer_email)",
-            """
-            CREATE TABLE instances (
-                id TEXT PRIMARY KEY,
-                license_id TEXT NOT NULL REFERENCES licenses (id),
-                name TEXT NOT NULL,
-                machine_hash TEXT,
-                active BOOLEAN NOT NULL,
-                activated_at \(c.bigint) NOT NULL,
-                last_validated_at \(c.bigint),
-                deactivated_at \(c.bigint)
-            )\(c.clusteredTable)
-            """,
-            "CREATE INDEX instances_by_license ON instances (license_id)",
-            // One active instance per machine and license: concurrent re-activations of one
-            // machine cannot take two slots.
-            "CREATE UNIQUE INDEX instances_active_machine ON instances (license_id, machine_hash) WHERE active AND machine_hash IS NOT NULL",
-            """
-            CREATE TABLE signing_keys (
-                kid TEXT PRIMARY KEY,
-                public_key TEXT NOT NULL,
-                sealed_private_key TEXT NOT NULL,
-                status TEXT NOT NULL,
-                created_at \(c.bigint) NOT NULL,
-                status_changed_at \(c.bigint) NOT NULL
-            )
-            """,
-            // At most one active key, even when several processes start at once.
-            "CREATE UNIQUE INDEX signing_keys_one_active ON signing_keys (status) WHERE status = 'active'",
-            """
-            CREATE TABLE audit_log (
-                id \(c.autoIncrementPrimaryKey),
-                at \(c.bigint) NOT NULL,
-                actor TEXT NOT NULL,
-                action TEXT NOT NULL,
-                tenant_id TEXT,
-                target TEXT,
-                details TEXT NOT NULL
-            )
-            """,
-            "CREATE INDEX audit_log_by_tenant ON audit_log (tenant_id, id)",
-            """
-            CREATE TABLE keyless_installs (
-                tenant_id TEXT NOT NULL,
-                product_id TEXT NOT NULL,
-                instance_id TEXT NOT NULL,
-                state TEXT NOT NULL,
-                machine_hash TEXT,
-                first_seen_at \(c.bigint) NOT NULL,
-                last_seen_at \(c.bigint) NOT NULL,
-                converted_license_id TEXT,
-                PRIMARY KEY (tenant_id, product_id, instance_id)
-            )
-            """,
-            """
-            CREATE TABLE stripe_settings (
-                tenant_id TEXT PRIMARY KEY REFERENCES tenants (id),
-                sealed_webhook_secret TEXT NOT NULL,
-                sealed_secret_key TEXT,
-                updated_at \(c.bigint) NOT NULL
-            )
-            """,
-            """
-            CREATE TABLE settings (
-                name TEXT PRIMARY KEY,
-                value TEXT NOT NULL
-            )
-            """,
-        ]
+    static let initialSchema = Migration(name: "0001_initial_schema") { db, c in
+        try await db.create(table: "tenants")
+            .column("id", type: .text, .key)
+            .column("name", type: .text, .notNull)
+            .column("created_at", type: .bigint, .notNull)
+            .run()
+        try await db.create(table: "products")
+            .column("tenant_id", type: .text, .notNull, .references("tenants", "id"))
+            .column("id", type: .text, .notNull)
+            .column("name", type: .text, .notNull)
+            .column("key_prefix", type: .text, .notNull)
+            .column("sdk_key_hash", type: .text, .notNull)
+            .column("trial_duration_days", type: .int, .notNull)
+            .column("free_tier_enabled", type: .boolean, .notNull)
+            .column("created_at", type: .bigint, .notNull)
+            .column("updated_at", type: .bigint, .notNull)
+            .primaryKey("tenant_id", "id")
+            .run()
+        try await db.create(table: "key_types")
+            .column("tenant_id", type: .text, .notNull)
+            .column("product_id", type: .text, .notNull)
+            .column("id", type: .text, .notNull)
+            .column("display_name", type: .text, .notNull)
+            .column("activation_limit", type: .int, .notNull)
+            .column("duration_days", type: .int)
+            .column("fallback_access", type: .boolean, .notNull)
+            .column("lease_ttl_seconds", type: .bigint, .notNull)
+            .column("entitlements", type: .text, .notNull)
+            .column("created_at", type: .bigint, .notNull)
+            .primaryKey("tenant_id", "product_id", "id")
+            .foreignKey(["tenant_id", "product_id"], references: "products", ["tenant_id", "id"])
+            .run()
+        // active_instances mirrors COUNT(active instances) and is only ever changed by a
+        // conditional UPDATE, which is what makes the activation cap atomic. Stored in key-hash
+        // order: every SDK request looks a license up by its key hash.
+        try await db.create(table: "licenses")
+            .column("key_hash", type: .text, .key)
+            .column("id", type: .text, .notNull, .unique)
+            .column("tenant_id", type: .text, .notNull)
+            .column("product_id", type: .text, .notNull)
+            .column("key_type_id", type: .text, .notNull)
+            .column("masked_key", type: .text, .notNull)
+            .column("status", type: .text, .notNull)
+            .column("expires_at", type: .bigint)
+            .column("customer_email", type: .text)
+            .column("active_instances", type: .int, .notNull)
+            .column("created_at", type: .bigint, .notNull)
+            .column("updated_at", type: .bigint, .notNull)
+            .foreignKey(["tenant_id", "product_id", "key_type_id"], references: "key_types", ["tenant_id", "product_id", "id"])
+            .run(clustered: c)
+        try await db.create(index: "licenses_by_product").on("licenses").column("tenant_id").column("product_id").column("id").run()
+        try await db.create(index: "licenses_by_email").on("licenses").column("tenant_id").column("product_id").column("customer_email").run()
+        try await db.create(table: "instances")
+            .column("id", type: .text, .key)
+            .column("license_id", type: .text, .notNull, .references("licenses", "id"))
+            .column("name", type: .text, .notNull)
+            .column("machine_hash", type: .text)
+            .column("active", type: .boolean, .notNull)
+            .column("activated_at", type: .bigint, .notNull)
+            .column("last_validated_at", type: .bigint)
+            .column("deactivated_at", type: .bigint)
+            .run(clustered: c)
+        try await db.create(index: "instances_by_license").on("instances").column("license_id").run()
+        // One active instance per machine and license: concurrent re-activations of one
+        // machine cannot take two slots.
+        try await db.create(index: "instances_active_machine").unique().on("instances").column("license_id").column("machine_hash")
+            .run(where: "active AND machine_hash IS NOT NULL")
+        try await db.create(table: "signing_keys")
+            .column("kid", type: .text, .key)
+            .column("public_key", type: .text, .notNull)
+            .column("sealed_private_key", type: .text, .notNull)
+            .column("status", type: .text, .notNull)
+            .column("created_at", type: .bigint, .notNull)
+            .column("status_changed_at", type: .bigint, .notNull)
+            .run()
+        // At most one active key, even when several processes start at once.
+        try await db.create(index: "signing_keys_one_active").unique().on("signing_keys").column("status").run(where: "status = 'active'")
+        try await db.create(table: "audit_log")
+            .autoIncrementKey("id", c)
+            .column("at", type: .bigint, .notNull)
+            .column("actor", type: .text, .notNull)
+            .column("action", type: .text, .notNull)
+            .column("tenant_id", type: .text)
+            .column("target", type: .text)
+            .column("details", type: .text, .notNull)
+            .run()
+        try await db.create(index: "audit_log_by_tenant").on("audit_log").column("tenant_id").column("id").run()
+        try await db.create(table: "keyless_installs")
+            .column("tenant_id", type: .text, .notNull)
+            .column("product_id", type: .text, .notNull)
+            .column("instance_id", type: .text, .notNull)
+            .column("state", type: .text, .notNull)
+            .column("machine_hash", type: .text)
+            .column("first_seen_at", type: .bigint, .notNull)
+            .column("last_seen_at", type: .bigint, .notNull)
+            .column("converted_license_id", type: .text)
+            .primaryKey("tenant_id", "product_id", "instance_id")
+            .run()
+        try await db.create(table: "stripe_settings")
+            .column("tenant_id", type: .text, .key, .references("tenants", "id"))
+            .column("sealed_webhook_secret", type: .text, .notNull)
+            .column("sealed_secret_key", type: .text)
+            .column("updated_at", type: .bigint, .notNull)
+            .run()
+        try await db.create(table: "settings")
+            .column("name", type: .text, .key)
+            .column("value", type: .text, .notNull)
+            .run()
     }
 }

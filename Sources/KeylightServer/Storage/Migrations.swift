@@ -6,8 +6,9 @@ import SQLKit
 /// recorded in `keylight_migrations` so each runs once.
 struct Migration: Sendable {
     let name: String
-    /// One statement per entry: SQLite runs only the first statement of a string.
-    let statements: @Sendable (StorageCapabilities) -> [String]
+    /// The change, written with sql-kit's schema builders (raw SQL only where they cannot say
+    /// it: see `SchemaBuilding.swift`), run inside the migration transaction.
+    let apply: @Sendable (any SQLDatabase, StorageCapabilities) async throws -> Void
 }
 
 extension Migration {
@@ -28,12 +29,10 @@ extension Database {
         let capabilities = self.capabilities
         let applied = try await writeWithoutDeadlines { db in
             if let lock = capabilities.migrationLock { try await db.raw(SQLQueryString(lock)).run() }
-            try await db.raw("""
-                CREATE TABLE IF NOT EXISTS keylight_migrations (
-                    name TEXT PRIMARY KEY,
-                    applied_at \(unsafeRaw: capabilities.bigint) NOT NULL
-                )
-                """).run()
+            try await db.create(table: "keylight_migrations").ifNotExists()
+                .column("name", type: .text, .key)
+                .column("applied_at", type: .bigint, .notNull)
+                .run()
             let known = Set(migrations.map(\.name))
             let recorded = try await db.raw("SELECT name FROM keylight_migrations").all(decodingColumn: "name", as: String.self)
             if let unknown = recorded.first(where: { !known.contains($0) }) {
@@ -41,9 +40,7 @@ extension Database {
             }
             var applied: [String] = []
             for migration in migrations where !recorded.contains(migration.name) {
-                for statement in migration.statements(capabilities) {
-                    try await db.raw(SQLQueryString(statement)).run()
-                }
+                try await migration.apply(db, capabilities)
                 try await db.raw("INSERT INTO keylight_migrations (name, applied_at) VALUES (\(bind: migration.name), \(bind: SystemClockSeconds.now))").run()
                 applied.append(migration.name)
             }
