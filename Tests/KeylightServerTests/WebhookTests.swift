@@ -1,3 +1,6 @@
+// Longer than 300 lines: each test drives a whole delivery cycle (live receivers, retries,
+// restarts) with shared fixtures; split by topic, every file would repeat the set-up.
+
 import Crypto
 import Foundation
 import HTTPTypes

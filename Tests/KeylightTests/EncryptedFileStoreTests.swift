@@ -1,0 +1,62 @@
+import Crypto
+import Foundation
+@testable import Keylight
+import KeylightCore
+import Testing
+
+@Suite(.timeLimit(.minutes(3))) struct EncryptedFileStoreTests {
+    static func directory() -> URL {
+        FileManager.default.temporaryDirectory.appendingPathComponent("keylight-store-\(UUID().uuidString)")
+    }
+
+    @Test func roundTripsWithOwnerOnlyFilesAndNothingInClear() throws {
+        let directory = Self.directory()
+        let store = EncryptedFileStore(directory: directory)
+        try store.set(Data("license \(Fixture.key) secret".utf8), for: "state")
+        #expect(try store.data(for: "state") == Data("license \(Fixture.key) secret".utf8))
+        #expect(try store.data(for: "missing") == nil)
+        let files = try FileManager.default.contentsOfDirectory(atPath: directory.path)
+        #expect(files.count == 2 && files.contains("store.key"))
+        for file in files {
+            let path = directory.appendingPathComponent(file).path
+            #expect(SecretFile.permissions(of: path) == 0o600)
+            let bytes = try Data(contentsOf: URL(fileURLWithPath: path))
+            #expect(bytes.range(of: Data(Fixture.key.utf8)) == nil)
+            #expect(bytes.range(of: Data("state".utf8)) == nil)
+            #expect(!file.contains("state"))
+        }
+        try store.set(nil, for: "state")
+        #expect(try store.data(for: "state") == nil)
+    }
+
+    @Test func tamperingOrAnotherKeyIsAnError() throws {
+        let directory = Self.directory()
+        let store = EncryptedFileStore(directory: directory)
+        try store.set(Data("value".utf8), for: "state")
+        let sealed = try #require(try FileManager.default.contentsOfDirectory(atPath: directory.path).first { $0.hasSuffix(".sealed") })
+        let url = directory.appendingPathComponent(sealed)
+        var bytes = try Data(contentsOf: url)
+        bytes[bytes.count - 1] ^= 0x01
+        try bytes.write(to: url)
+        #expect(throws: KeylightError.self) { try store.data(for: "state") }
+        try store.set(Data("value".utf8), for: "state")
+        try Data(repeating: 7, count: 32).write(to: directory.appendingPathComponent("store.key"))
+        #expect(throws: KeylightError.self) { try store.data(for: "state") }
+    }
+
+    @MainActor @Test func managerStateNeverHoldsTheKeyInClear() async throws {
+        let directory = Self.directory()
+        let server = FakeServer(clock: TestClock())
+        let manager = Fixture.manager(server: server, store: EncryptedFileStore(directory: directory))
+        await manager.checkOnLaunch()
+        try await manager.activate(key: Fixture.key)
+        for file in try FileManager.default.contentsOfDirectory(atPath: directory.path) {
+            let bytes = try Data(contentsOf: directory.appendingPathComponent(file))
+            #expect(bytes.range(of: Data(Fixture.key.utf8)) == nil)
+        }
+        let relaunched = Fixture.manager(server: server, store: EncryptedFileStore(directory: directory))
+        server.mode = .offline
+        await relaunched.checkOnLaunch()
+        #expect(relaunched.state == .licensed)
+    }
+}
