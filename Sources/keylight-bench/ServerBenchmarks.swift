@@ -30,8 +30,8 @@ struct ServerBenchmarks: AsyncParsableCommand {
     @Option(help: "SQLite connection pool size.")
     var poolSize = ServerConfiguration().poolSize
 
-    @Option(help: "Comma-separated phases to run: healthz, validate, signed, activate, large.")
-    var phases = "healthz,validate,signed,activate,large"
+    @Option(help: "Comma-separated phases to run: healthz, validate, signed, activate, large, cpu.")
+    var phases = "healthz,validate,signed,activate,large,cpu"
 
     func run() async throws {
         let directory = FileManager.default.temporaryDirectory.appendingPathComponent("keylight-bench-\(UUID().uuidString)")
@@ -113,11 +113,50 @@ struct ServerBenchmarks: AsyncParsableCommand {
                   #""small_ops_per_sec":\#(String(format: "%.1f", median(smallRuns.map(\.requestsPerSecond)))),"large_ops_per_sec":\#(String(format: "%.1f", median(largeRuns.map(\.requestsPerSecond)))),"# +
                   #""p50_ratio":\#(String(format: "%.3f", ratio)),"target":"large p50 <= 1.2 x small p50","meets_target":\#(ratio <= 1.2)}"#)
         }
+        if selected.contains("cpu") {
+            try cpuPerRequest(small, wrk: wrk)
+        }
         if selected.contains("activate") {
             let activate = try wrk.run(url: small.base + "/bench/app/activate", script: WrkScripts.activate, name: "activate", arguments: [small.pairsFile.path, small.sdkKey])
             emit("server.activate", activate, extra: health.map { [("ratio_to_healthz", String(format: "%.3f", activate.requestsPerSecond / $0.requestsPerSecond))] } ?? [])
         }
         try wrk.ledger.check("server")
+    }
+
+    /// The server's CPU time per answered request for `/healthz`, validate, signed validate and
+    /// activate, in alternating rounds (machine noise hits every leg alike). CPU per request does
+    /// not depend on wrk sharing the cores, so it compares the legs where requests/s cannot.
+    private func cpuPerRequest(_ server: BenchServer, wrk: Wrk) throws {
+        let legs: [(name: String, run: () throws -> Wrk.Result)] = [
+            ("healthz", { try wrk.run(url: server.base + "/healthz", script: WrkScripts.healthz, name: "healthz") }),
+            ("validate", { try server.validate(with: wrk) }),
+            ("signed", { try server.validate(with: wrk, nonce: "AAECAwQFBgcICQoL") }),
+            ("activate", { try wrk.run(url: server.base + "/bench/app/activate", script: WrkScripts.activate, name: "activate", arguments: [server.pairsFile.path, server.sdkKey]) }),
+        ]
+        var perRequest: [String: [Double]] = [:]
+        var results: [String: [Wrk.Result]] = [:]
+        for _ in 0..<rounds {
+            for leg in legs {
+                let (result, cpu) = try ProcessCPU.measure(leg.run)
+                guard let cpu else { throw BenchError("cpu: /proc/self/stat is not readable here") }
+                let answered = max(1, result.requests - result.non2xx)
+                perRequest[leg.name, default: []].append(cpu / Double(answered) * 1e6)
+                results[leg.name, default: []].append(result)
+            }
+        }
+        let healthz = median(perRequest["healthz"] ?? [])
+        func leg(_ name: String) -> String {
+            let runs = results[name] ?? []
+            let microseconds = median(perRequest[name] ?? [])
+            return #""\#(name)_cpu_us":\#(String(format: "%.1f", microseconds)),"\#(name)_ratio":\#(String(format: "%.2f", microseconds / healthz)),"# +
+                #""\#(name)_ops_per_sec":\#(String(format: "%.1f", median(runs.map(\.requestsPerSecond)))),"\#(name)_p99_ms":\#(String(format: "%.3f", median(runs.map(\.p99ms)))),"# +
+                #""\#(name)_errors":\#(runs.map(\.errors).reduce(0, +)),"\#(name)_non_2xx":\#(runs.map(\.non2xx).reduce(0, +))"#
+        }
+        let validateRatio = median(perRequest["validate"] ?? []) / healthz
+        let activateRatio = median(perRequest["activate"] ?? []) / healthz
+        print(#"{"benchmark":"server.cpu_per_request","rounds":\#(rounds),"healthz_cpu_us":\#(String(format: "%.1f", healthz)),"# +
+              [leg("validate"), leg("signed"), leg("activate")].joined(separator: ",") +
+              #","target":"validate <= 2.0 x healthz, activate <= 4.0 x healthz (CPU per request)","meets_target":\#(validateRatio <= 2.0 && activateRatio <= 4.0)}"#)
     }
 
     private func median(_ values: [Double]) -> Double {
