@@ -64,7 +64,7 @@ struct ServerBenchmarks: AsyncParsableCommand {
             // Signed and unsigned validate alternately, so machine noise hits both alike. Both legs
             // look at every response: the unsigned one must carry no signature, the signed one a
             // signature on every response, and sampled signatures must verify.
-            let nonce = "AAECAwQFBgcICQoL"
+            let nonce = BenchServer.nonce
             let samples = SignatureSamples(prefix: directory.appendingPathComponent("signed-sample"))
             var plain: [Wrk.Result] = []
             var signed: [Wrk.Result] = []
@@ -130,7 +130,7 @@ struct ServerBenchmarks: AsyncParsableCommand {
         let legs: [(name: String, run: () throws -> Wrk.Result)] = [
             ("healthz", { try wrk.run(url: server.base + "/healthz", script: WrkScripts.healthz, name: "healthz") }),
             ("validate", { try server.validate(with: wrk) }),
-            ("signed", { try server.validate(with: wrk, nonce: "AAECAwQFBgcICQoL") }),
+            ("signed", { try server.validate(with: wrk, nonce: BenchServer.nonce) }),
             ("activate", { try wrk.run(url: server.base + "/bench/app/activate", script: WrkScripts.activate, name: "activate", arguments: [server.pairsFile.path, server.sdkKey]) }),
         ]
         var perRequest: [String: [Double]] = [:]
@@ -217,6 +217,9 @@ struct BenchServer: Sendable {
         }
         return BenchServer(base: base, sdkKey: seeded.sdkKey, pairsFile: seeded.pairs, task: task, importDuration: importDuration)
     }
+
+    /// The `X-Keylight-Nonce` of signed runs (base64 of 12 bytes).
+    static let nonce = "AAECAwQFBgcICQoL"
 
     /// One wrk run of validate; with a nonce every response is signed (protocol section 3).
     func validate(with wrk: Wrk, script: String = WrkScripts.validate, nonce: String = "", samplePrefix: String = "") throws -> Wrk.Result {

@@ -254,8 +254,13 @@ import Testing
                 #expect(page.text.contains("The database is unavailable"), "\(path)")
             }
             #expect(try await browser.post("/dashboard/tenants", [("id", "t2"), ("name", "Two")]).status == .serviceUnavailable)
-            // Without a session cookie there is nothing to look up: the sign-in page as ever.
+            // Without a session cookie there is nothing to look up: the sign-in page as ever,
+            // and signing in there is the same 503 page, leading back to the form.
             #expect(try await client.request(.get, "/dashboard").location?.hasPrefix("/dashboard/login") == true)
+            let stranger = DashboardBrowser(client)
+            let signIn = try await stranger.signIn(DashboardTests.email, DashboardTests.password)
+            #expect(signIn.status == .serviceUnavailable && signIn.headers[.retryAfter] == "1", "\(signIn.status)")
+            #expect(signIn.text.contains("The database is unavailable") && signIn.text.contains("href=\"/dashboard/login\""))
         }
     }
 

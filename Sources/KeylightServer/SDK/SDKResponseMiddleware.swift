@@ -22,7 +22,8 @@ struct SDKResponseMiddleware: RouterMiddleware {
             return APIError.invalidRequest("X-Keylight-Nonce must be base64 of 12 bytes.").jsonResponse(outcomeField: outcomeField)
         }
         let response = await answer(request, context, next)
-        return try await ResponseSigning.signed(response, nonce: nonce, path: request.uri.path, signer: signer)
+        // The router matched `/:tenant/:product/…`: the tenant whose key signs is its parameter.
+        return try await ResponseSigning.signed(response, nonce: nonce, tenantId: context.parameters.get("tenant") ?? "", path: request.uri.path, signer: signer)
     }
 
     private func answer(_ request: Request, _ context: Context, _ next: (Request, Context) async throws -> Response) async -> Response {

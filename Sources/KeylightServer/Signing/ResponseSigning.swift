@@ -7,12 +7,11 @@ import NIOCore
 enum ResponseSigning {
     /// The response with its body read back and `X-Keylight-Request-Time`,
     /// `X-Keylight-Signature-Kid` and `X-Keylight-Signature` added.
-    static func signed(_ response: Response, nonce: ResponseNonce, path: String, signer: ResponseSigner) async throws -> Response {
+    static func signed(_ response: Response, nonce: ResponseNonce, tenantId: String, path: String, signer: ResponseSigner) async throws -> Response {
         let sink = BodySink()
         try await response.body.write(CollectingWriter(sink: sink))
         let bytes = Array(sink.buffer.readableBytesView)
         var signed = Response(status: response.status, headers: response.headers, body: .init(byteBuffer: sink.buffer))
-        let tenantId = path.split(separator: "/", omittingEmptySubsequences: false).dropFirst().first.map(String.init) ?? ""
         // A database error while making the day's intermediate key leaves the response unsigned (the
         // client treats it as unverified) rather than replacing an answer that may record a commit.
         if let headers = try? await signer.headers(tenantId: tenantId, nonce: nonce, path: path, body: bytes) ?? nil {

@@ -15,11 +15,7 @@ extension Database {
                 var query: SQLQueryString = "INSERT INTO licenses (\(Self.licenseColumns)) VALUES "
                 for (index, license) in batch.enumerated() {
                     if index > 0 { query += ", " }
-                    query += """
-                        (\(bind: license.id), \(bind: license.tenantId), \(bind: license.productId), \(bind: license.keyTypeId), \
-                        \(bind: license.keyHash), \(bind: license.maskedKey), \(bind: license.status.rawValue), \(bind: license.expiresAt), \
-                        \(bind: license.customerEmail), \(bind: license.activeInstances), \(bind: license.createdAt), \(bind: license.updatedAt))
-                        """
+                    query += "(\(Self.licenseValues(license)))"
                 }
                 try await db.raw(query).run()
             }

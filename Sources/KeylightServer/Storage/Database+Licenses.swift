@@ -2,6 +2,15 @@ import SQLKit
 
 extension Database {
     static let licenseColumns: SQLQueryString = "id, tenant_id, product_id, key_type_id, key_hash, masked_key, status, expires_at, customer_email, active_instances, created_at, updated_at"
+    /// A license's values in ``licenseColumns`` order, bound, for an `INSERT`.
+    static func licenseValues(_ license: License) -> SQLQueryString {
+        """
+        \(bind: license.id), \(bind: license.tenantId), \(bind: license.productId), \(bind: license.keyTypeId), \
+        \(bind: license.keyHash), \(bind: license.maskedKey), \(bind: license.status.rawValue), \(bind: license.expiresAt), \
+        \(bind: license.customerEmail), \(bind: license.activeInstances), \(bind: license.createdAt), \(bind: license.updatedAt)
+        """
+    }
+
     static let instanceColumns: SQLQueryString = "id, license_id, name, machine_hash, active, activated_at, last_validated_at, deactivated_at"
 
     /// Inserts a minted license; `key` (the raw key) goes only into the `license.created` webhook.
@@ -9,10 +18,7 @@ extension Database {
         let outbox = self.outbox
         try await write { db in
             try await db.raw("""
-                INSERT INTO licenses (\(Self.licenseColumns)) VALUES (
-                    \(bind: license.id), \(bind: license.tenantId), \(bind: license.productId), \(bind: license.keyTypeId),
-                    \(bind: license.keyHash), \(bind: license.maskedKey), \(bind: license.status.rawValue), \(bind: license.expiresAt),
-                    \(bind: license.customerEmail), \(bind: license.activeInstances), \(bind: license.createdAt), \(bind: license.updatedAt))
+                INSERT INTO licenses (\(Self.licenseColumns)) VALUES (\(Self.licenseValues(license)))
                 """).run()
             try await Self.audit(db, at: license.createdAt, actor: actor, action: "license.create", tenantId: license.tenantId, target: license.id, details: [
                 "product_id": license.productId, "key_type_id": license.keyTypeId, "masked_key": license.maskedKey,

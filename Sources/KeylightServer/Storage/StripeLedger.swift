@@ -70,10 +70,8 @@ struct StripeLedger: Sendable {
     /// Inserts a minted license with the Stripe ids it came from, audited and announced.
     func insertLicense(_ license: License, key: LicenseKey, customer: String?, paymentIntent: String?, subscription: String?, details: [String: String]) async throws {
         try await db.raw("""
-            INSERT INTO licenses (\(Database.licenseColumns), stripe_customer_id, stripe_payment_intent_id, stripe_subscription_id) VALUES (
-                \(bind: license.id), \(bind: tenantId), \(bind: license.productId), \(bind: license.keyTypeId), \(bind: license.keyHash), \(bind: license.maskedKey),
-                'active', \(bind: license.expiresAt), \(bind: license.customerEmail), 0, \(bind: now), \(bind: now),
-                \(bind: customer), \(bind: paymentIntent), \(bind: subscription))
+            INSERT INTO licenses (\(Database.licenseColumns), stripe_customer_id, stripe_payment_intent_id, stripe_subscription_id)
+            VALUES (\(Database.licenseValues(license)), \(bind: customer), \(bind: paymentIntent), \(bind: subscription))
             """).run()
         try await Database.audit(db, at: now, actor: actor, action: "license.create", tenantId: tenantId, target: license.id, details: details.merging(["event": eventId]) { $1 })
         try await outbox.enqueue(WebhookEvent(type: .licenseCreated, tenantId: tenantId, at: now, data: .init(license: license, licenseKey: key.text, source: actor.name)), on: db)
@@ -149,19 +147,30 @@ struct StripeLedger: Sendable {
             """).run()
     }
 
-    /// Sets the subscription's licenses to expire at `expiresAt` where that is earlier than now
-    /// set (`earlierOnly`) or later than now set and the license is not revoked (`!earlierOnly`);
-    /// a license without an expiry is always moved. Audited and announced; answers the moved.
-    func moveExpiry(subscription: String, to expiresAt: Int64, earlierOnly: Bool) async throws -> [License] {
-        let condition: SQLQueryString = earlierOnly
-            ? "(expires_at IS NULL OR expires_at > \(bind: expiresAt))"
-            : "status <> 'revoked' AND (expires_at IS NULL OR expires_at < \(bind: expiresAt))"
+    /// Moves the subscription's licenses that expire later than `endedAt` (or never) back to it.
+    /// Audited and announced; answers the licenses moved.
+    func expireLicenses(subscription: String, at endedAt: Int64) async throws -> [License] {
+        try await moveExpiry(
+            subscription: subscription, to: endedAt, where: "(expires_at IS NULL OR expires_at > \(bind: endedAt))",
+            action: "license.expire", type: .licenseExpired
+        )
+    }
+
+    /// Moves the subscription's unrevoked licenses that expire earlier than `paidThrough` (or
+    /// have no expiry yet) forward to it. Audited and announced; answers the licenses moved.
+    func renewLicenses(subscription: String, to paidThrough: Int64) async throws -> [License] {
+        try await moveExpiry(
+            subscription: subscription, to: paidThrough, where: "status <> 'revoked' AND (expires_at IS NULL OR expires_at < \(bind: paidThrough))",
+            action: "license.renew", type: .licenseRenewed
+        )
+    }
+
+    private func moveExpiry(subscription: String, to expiresAt: Int64, where condition: SQLQueryString, action: String, type: WebhookEventType) async throws -> [License] {
         let licenses = try await db.raw("""
             UPDATE licenses SET expires_at = \(bind: expiresAt), updated_at = \(bind: now)
             WHERE tenant_id = \(bind: tenantId) AND stripe_subscription_id = \(bind: subscription) AND \(condition)
             RETURNING \(Database.licenseColumns)
             """).all(decoding: License.self)
-        let (action, type): (String, WebhookEventType) = earlierOnly ? ("license.expire", .licenseExpired) : ("license.renew", .licenseRenewed)
         for license in licenses {
             try await Database.audit(db, at: now, actor: actor, action: action, tenantId: tenantId, target: license.id, details: ["event": eventId, "expires_at": String(expiresAt)])
             try await outbox.enqueue(WebhookEvent(type: type, tenantId: tenantId, at: now, data: .init(license: license, source: actor.name)), on: db)

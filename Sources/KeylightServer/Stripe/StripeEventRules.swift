@@ -114,7 +114,7 @@ struct StripeEventRules {
         guard let subscription = Self.storable(object.id) else { return .noLicense }
         let endedAt = min(object.endedAt ?? event.created ?? now, now)
         try await ledger.recordSubscriptionEnd(subscription, at: endedAt)
-        if try await !ledger.moveExpiry(subscription: subscription, to: endedAt, earlierOnly: true).isEmpty { return .expired }
+        if try await !ledger.expireLicenses(subscription: subscription, at: endedAt).isEmpty { return .expired }
         return try await ledger.hasLicenses(subscription: subscription) ? .stale : .noLicense
     }
 
@@ -128,7 +128,7 @@ struct StripeEventRules {
         guard let state = try await ledger.subscription(subscription), state.endedAt == nil, let latest = state.paidThrough else {
             return try await ledger.hasLicenses(subscription: subscription) ? .stale : .noLicense
         }
-        if try await !ledger.moveExpiry(subscription: subscription, to: latest, earlierOnly: false).isEmpty { return .renewed }
+        if try await !ledger.renewLicenses(subscription: subscription, to: latest).isEmpty { return .renewed }
         return try await ledger.hasLicenses(subscription: subscription) ? .stale : .noLicense
     }
 }

@@ -20,7 +20,9 @@ struct AccountController: Sendable {
     }
 
     func register(on group: RouterGroup<DashboardContext>) {
-        group.get("/login") { request, context -> Response in
+        // Open to anyone; failures (an unreachable database) are pages that lead back to the form.
+        let login = group.group("/login").add(middleware: DashboardErrorMiddleware(pages: pages, logger: dashboard.logger, back: { _ in "/dashboard/login" }))
+        login.get { request, context -> Response in
             if context.signedIn != nil { return .redirect(to: "/dashboard") }
             let token = Self.newToken()
             var response = pages.page("login", LoginView(
@@ -29,7 +31,7 @@ struct AccountController: Sendable {
             response.setCookie(loginCookie(token, maxAge: 3_600))
             return response
         }
-        group.post("/login") { request, context -> Response in
+        login.post { request, context -> Response in
             try await signIn(request, context)
         }
         group.signedIn(dashboard: dashboard).post("/logout") { _, context -> Response in
@@ -56,10 +58,6 @@ struct AccountController: Sendable {
         } catch is PasswordHasher.Busy {
             var response = pages.errorPage(context, status: .tooManyRequests, "The server is busy checking other sign-ins; try again in a few seconds.", back: "/dashboard/login")
             response.headers[.retryAfter] = "5"
-            return response
-        } catch {
-            var response = pages.errorPage(context, status: .serviceUnavailable, "The database is unavailable; try again shortly.", back: "/dashboard/login")
-            response.headers[.retryAfter] = "1"
             return response
         }
         switch result {

@@ -9,7 +9,6 @@ enum LicenseCSV {
 
     static func response(_ admin: AdminService, tenantId: String, productId: String, filters: LicenseQuery) async throws -> Response {
         var query = filters
-        query.limit = pageSize
         query.afterId = nil  // the export is every match, whatever page the list was on
         // The first page is read before the headers go out, so an unknown product, a bad filter
         // or an unreachable database is still an error page rather than a cut-off download.

@@ -35,7 +35,7 @@ struct LicensesController: Sendable {
         }
         group.signedIn("/t/:tenant/p/:product", dashboard: dashboard).get("/licenses.csv") { request, context -> Response in
             let (tenantId, productId) = ProductsController.ids(context)
-            return try await LicenseCSV.response(admin, tenantId: tenantId, productId: productId, filters: try LicenseQuery(reading: { request.uri.queryParameters.get($0) }))
+            return try await LicenseCSV.response(admin, tenantId: tenantId, productId: productId, filters: try LicenseQuery(reading: { request.uri.queryParameters.get($0) }, fixedLimit: LicenseCSV.pageSize))
         }
 
         let license = group.signedIn("/t/:tenant/p/:product/licenses/:id", dashboard: dashboard, back: Self.licensePage)
@@ -88,7 +88,7 @@ struct LicensesController: Sendable {
         let status = query.get("status").flatMap { $0.isEmpty ? nil : $0 }
         let (licenses, next) = try await admin.licensePage(tenantId: tenantId, productId: productId, try LicenseQuery(reading: { query.get($0) }, fixedLimit: 50))
         let now = admin.clock.unixSeconds
-        let base = "/dashboard/t/\(tenantId)/p/\(productId)/licenses"
+        let base = Self.listPage(context)
         let filters = [("email", email), ("key_suffix", suffix), ("status", status)].compactMap { name, value in value.map { (name, $0) } }
         return pages.page("licenses", LicensesView(
             chrome: pages.chrome("Licenses · \(product.name)", context), tenantId: tenantId, productId: productId, productName: product.name,
