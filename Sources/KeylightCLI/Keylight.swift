@@ -1,4 +1,5 @@
 import ArgumentParser
+import KeylightServer
 
 /// The `keylight` command: server, admin, offline tools and an SDK client.
 @main
@@ -8,4 +9,10 @@ struct Keylight: AsyncParsableCommand {
         abstract: "Self-hosted licensing for Swift apps.",
         subcommands: [ServeCommand.self, MigrateCommand.self, AdminCommand.self, TrustCommand.self, ClientCommand.self, KeysCommand.self, LeaseCommand.self, LicenseKeyCommand.self]
     )
+
+    static func main() async {
+        // Before any task runs: request handlers then run on the event loops (see EventLoopExecutor).
+        EventLoopExecutor.adopt()
+        await main(nil)
+    }
 }

@@ -59,11 +59,11 @@ struct DatabaseBenchmarks: AsyncParsableCommand {
             // one histogram of every request rather than from per-process figures.
             let ports = children.map(\.port)
             let load = Wrk(threads: max(2, processes), connections: connections, seconds: seconds, directory: directory, ledger: ledger)
-            let validate = try load.run(
+            let validate = try await load.run(
                 url: "http://127.0.0.1:\(ports[0])/bench/app/validate", script: WrkScripts.spread(WrkScripts.validate, over: ports),
                 name: "validate-\(name)-\(processes)", arguments: [seeded.pairs.path, seeded.sdkKey, "", ""]
             )
-            let activate = try load.run(
+            let activate = try await load.run(
                 url: "http://127.0.0.1:\(ports[0])/bench/app/activate", script: WrkScripts.spread(WrkScripts.activate, over: ports),
                 name: "activate-\(name)-\(processes)", arguments: [seeded.pairs.path, seeded.sdkKey]
             )

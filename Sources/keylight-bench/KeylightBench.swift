@@ -1,4 +1,5 @@
 import ArgumentParser
+import KeylightServer
 
 /// `keylight-bench`: prints one JSON line per benchmark. Build it in release mode:
 /// `swift run -c release keylight-bench`.
@@ -10,4 +11,10 @@ struct KeylightBench: AsyncParsableCommand {
         subcommands: [CoreBenchmarks.self, ServerBenchmarks.self, SDKBenchmarks.self, DatabaseBenchmarks.self, ServeChild.self],
         defaultSubcommand: CoreBenchmarks.self
     )
+
+    static func main() async {
+        // The served benchmarks measure the server as `keylight serve` runs it.
+        EventLoopExecutor.adopt()
+        await main(nil)
+    }
 }

@@ -17,9 +17,9 @@ enum ProcessCPU {
     }
 
     /// Runs `body` and answers its result with the CPU seconds this process spent meanwhile.
-    static func measure<R>(_ body: () throws -> R) rethrows -> (R, cpuSeconds: Double?) {
+    static func measure<R>(_ body: () async throws -> R) async rethrows -> (R, cpuSeconds: Double?) {
         let before = seconds()
-        let result = try body()
+        let result = try await body()
         guard let before, let after = seconds() else { return (result, nil) }
         return (result, after - before)
     }

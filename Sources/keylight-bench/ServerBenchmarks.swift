@@ -45,11 +45,11 @@ struct ServerBenchmarks: AsyncParsableCommand {
 
         var health: Wrk.Result?
         if selected.contains("healthz") {
-            health = try wrk.run(url: small.base + "/healthz", script: WrkScripts.healthz, name: "healthz")
+            health = try await wrk.run(url: small.base + "/healthz", script: WrkScripts.healthz, name: "healthz")
             emit("server.healthz", health!, extra: [("connections", "\(connections)")])
         }
         if selected.contains("validate") {
-            let result = try small.validate(with: wrk)
+            let result = try await small.validate(with: wrk)
             var extra = [("licenses", "\(licenses)")]
             if let health {
                 let ratio = result.requestsPerSecond / health.requestsPerSecond
@@ -69,8 +69,8 @@ struct ServerBenchmarks: AsyncParsableCommand {
             var plain: [Wrk.Result] = []
             var signed: [Wrk.Result] = []
             for _ in 0..<rounds {
-                plain.append(try small.validate(with: wrk, script: WrkScripts.checkedValidate))
-                signed.append(try small.validate(with: wrk, script: WrkScripts.checkedValidate, nonce: nonce, samplePrefix: samples.prefix.path))
+                plain.append(try await small.validate(with: wrk, script: WrkScripts.checkedValidate))
+                signed.append(try await small.validate(with: wrk, script: WrkScripts.checkedValidate, nonce: nonce, samplePrefix: samples.prefix.path))
             }
             let signedInPlain = plain.map(\.signed).reduce(0, +)
             let unsignedInSigned = signed.map { $0.requests - $0.signed }.reduce(0, +)
@@ -97,13 +97,13 @@ struct ServerBenchmarks: AsyncParsableCommand {
             let importSeconds = large.importDuration?.seconds ?? 0
             print(#"{"benchmark":"server.import","licenses":\#(imported),"seconds":\#(String(format: "%.2f", importSeconds)),"licenses_per_sec":\#(String(format: "%.0f", Double(imported) / max(importSeconds, 1e-9)))}"#)
             let warmUp = Wrk(connections: connections, seconds: 2, directory: directory)
-            _ = try small.validate(with: warmUp)
-            _ = try large.validate(with: warmUp)
+            _ = try await small.validate(with: warmUp)
+            _ = try await large.validate(with: warmUp)
             var smallRuns: [Wrk.Result] = []
             var largeRuns: [Wrk.Result] = []
             for _ in 0..<rounds {
-                smallRuns.append(try small.validate(with: wrk))
-                largeRuns.append(try large.validate(with: wrk))
+                smallRuns.append(try await small.validate(with: wrk))
+                largeRuns.append(try await large.validate(with: wrk))
             }
             let smallP50 = median(smallRuns.map(\.p50ms))
             let largeP50 = median(largeRuns.map(\.p50ms))
@@ -114,10 +114,10 @@ struct ServerBenchmarks: AsyncParsableCommand {
                   #""p50_ratio":\#(String(format: "%.3f", ratio)),"target":"large p50 <= 1.2 x small p50","meets_target":\#(ratio <= 1.2)}"#)
         }
         if selected.contains("cpu") {
-            try cpuPerRequest(small, wrk: wrk)
+            try await cpuPerRequest(small, wrk: wrk)
         }
         if selected.contains("activate") {
-            let activate = try wrk.run(url: small.base + "/bench/app/activate", script: WrkScripts.activate, name: "activate", arguments: [small.pairsFile.path, small.sdkKey])
+            let activate = try await wrk.run(url: small.base + "/bench/app/activate", script: WrkScripts.activate, name: "activate", arguments: [small.pairsFile.path, small.sdkKey])
             emit("server.activate", activate, extra: health.map { [("ratio_to_healthz", String(format: "%.3f", activate.requestsPerSecond / $0.requestsPerSecond))] } ?? [])
         }
         try wrk.ledger.check("server")
@@ -126,18 +126,18 @@ struct ServerBenchmarks: AsyncParsableCommand {
     /// The server's CPU time per answered request for `/healthz`, validate, signed validate and
     /// activate, in alternating rounds (machine noise hits every leg alike). CPU per request does
     /// not depend on wrk sharing the cores, so it compares the legs where requests/s cannot.
-    private func cpuPerRequest(_ server: BenchServer, wrk: Wrk) throws {
-        let legs: [(name: String, run: () throws -> Wrk.Result)] = [
-            ("healthz", { try wrk.run(url: server.base + "/healthz", script: WrkScripts.healthz, name: "healthz") }),
-            ("validate", { try server.validate(with: wrk) }),
-            ("signed", { try server.validate(with: wrk, nonce: BenchServer.nonce) }),
-            ("activate", { try wrk.run(url: server.base + "/bench/app/activate", script: WrkScripts.activate, name: "activate", arguments: [server.pairsFile.path, server.sdkKey]) }),
+    private func cpuPerRequest(_ server: BenchServer, wrk: Wrk) async throws {
+        let legs: [(name: String, run: () async throws -> Wrk.Result)] = [
+            ("healthz", { try await wrk.run(url: server.base + "/healthz", script: WrkScripts.healthz, name: "healthz") }),
+            ("validate", { try await server.validate(with: wrk) }),
+            ("signed", { try await server.validate(with: wrk, nonce: BenchServer.nonce) }),
+            ("activate", { try await wrk.run(url: server.base + "/bench/app/activate", script: WrkScripts.activate, name: "activate", arguments: [server.pairsFile.path, server.sdkKey]) }),
         ]
         var perRequest: [String: [Double]] = [:]
         var results: [String: [Wrk.Result]] = [:]
         for _ in 0..<rounds {
             for leg in legs {
-                let (result, cpu) = try ProcessCPU.measure(leg.run)
+                let (result, cpu) = try await ProcessCPU.measure(leg.run)
                 guard let cpu else { throw BenchError("cpu: /proc/self/stat is not readable here") }
                 let answered = max(1, result.requests - result.non2xx)
                 perRequest[leg.name, default: []].append(cpu / Double(answered) * 1e6)
@@ -222,8 +222,8 @@ struct BenchServer: Sendable {
     static let nonce = "AAECAwQFBgcICQoL"
 
     /// One wrk run of validate; with a nonce every response is signed (protocol section 3).
-    func validate(with wrk: Wrk, script: String = WrkScripts.validate, nonce: String = "", samplePrefix: String = "") throws -> Wrk.Result {
-        try wrk.run(url: base + "/bench/app/validate", script: script, name: nonce.isEmpty ? "validate" : "signed", arguments: [pairsFile.path, sdkKey, nonce, samplePrefix])
+    func validate(with wrk: Wrk, script: String = WrkScripts.validate, nonce: String = "", samplePrefix: String = "") async throws -> Wrk.Result {
+        try await wrk.run(url: base + "/bench/app/validate", script: script, name: nonce.isEmpty ? "validate" : "signed", arguments: [pairsFile.path, sdkKey, nonce, samplePrefix])
     }
 
     func stop() {

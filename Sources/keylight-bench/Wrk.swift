@@ -28,7 +28,18 @@ struct Wrk {
     /// Every run's failures, so a command can end non-zero when any figure counted one.
     var ledger = FailureLedger()
 
-    func run(url: String, script: String, name: String, arguments: [String] = []) throws -> Result {
+    /// One run, waited for on a thread of its own: the benchmark's tasks share the event loops
+    /// with the server under test (as in `keylight serve`), and a loop blocked on wrk would stall
+    /// the connections it serves.
+    func run(url: String, script: String, name: String, arguments: [String] = []) async throws -> Result {
+        try await withCheckedThrowingContinuation { continuation in
+            Thread.detachNewThread {
+                continuation.resume(with: Swift.Result { try runBlocking(url: url, script: script, name: name, arguments: arguments) })
+            }
+        }
+    }
+
+    private func runBlocking(url: String, script: String, name: String, arguments: [String]) throws -> Result {
         let scriptURL = directory.appendingPathComponent("\(name).lua")
         try Data(script.utf8).write(to: scriptURL)
         let process = Process()

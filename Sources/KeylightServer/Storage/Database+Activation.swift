@@ -1,7 +1,7 @@
 import SQLKit
 
 /// What the hot SDK paths need to know about a license, read in one query.
-struct LicenseGrant: Decodable, Sendable {
+struct LicenseGrant: Decodable, Equatable, Sendable {
     var licenseId: String
     var status: LicenseStatus
     var expiresAt: Int64?
@@ -44,7 +44,7 @@ enum DeactivationOutcome: Sendable, Equatable {
 }
 
 extension Database {
-    private static func grantQuery(keyHash: String, tenantId: String, productId: String, instanceId: String?, lock: SQLQueryString) -> SQLQueryString {
+    static func grantQuery(keyHash: String, tenantId: String, productId: String, instanceId: String?, lock: SQLQueryString) -> SQLQueryString {
         """
         SELECT l.id AS license_id, l.status, l.expires_at, l.key_hash, k.activation_limit, k.fallback_access, k.lease_ttl_seconds, k.entitlements,
                i.id AS instance_id, i.active AS instance_active, i.machine_hash AS instance_machine_hash
@@ -57,7 +57,7 @@ extension Database {
 
     /// The license (and optionally one of its instances) by key hash, within one product.
     func grant(keyHash: String, tenantId: String, productId: String, instanceId: String?) async throws -> LicenseGrant? {
-        try await sql.raw(Self.grantQuery(keyHash: keyHash, tenantId: tenantId, productId: productId, instanceId: instanceId, lock: ""))
+        try await pointReads.raw(Self.grantQuery(keyHash: keyHash, tenantId: tenantId, productId: productId, instanceId: instanceId, lock: ""))
             .first(decoding: LicenseGrant.self)
     }
 

@@ -5,6 +5,9 @@ import SQLKit
 /// The server's database: an `SQLDatabase` plus how to write to it safely.
 public struct Database: Sendable {
     let sql: any SQLDatabase
+    /// Reads of a few rows by key on the hot path (a validate's license lookup). SQLite files
+    /// answer them on the caller's thread from statements prepared once; elsewhere this is `sql`.
+    let pointReads: any SQLDatabase
     let capabilities: StorageCapabilities
     private let writerGate: AsyncResourcePool<Void>?
     private let closeConnections: @Sendable () async -> Void
@@ -14,8 +17,12 @@ public struct Database: Sendable {
     /// migration lock, or a long `CREATE INDEX`, is expected there).
     private let sqlWithoutDeadlines: any SQLDatabase
 
-    init(sql: any SQLDatabase, withoutDeadlines: (any SQLDatabase)? = nil, driver: DriverTraits, close: @escaping @Sendable () async -> Void) {
+    init(
+        sql: any SQLDatabase, pointReads: (any SQLDatabase)? = nil, withoutDeadlines: (any SQLDatabase)? = nil,
+        driver: DriverTraits, close: @escaping @Sendable () async -> Void
+    ) {
         self.sql = sql
+        self.pointReads = pointReads ?? sql
         self.sqlWithoutDeadlines = withoutDeadlines ?? sql
         self.capabilities = StorageCapabilities(database: sql, driver: driver)
         self.writerGate = capabilities.serializesWritersInProcess ? AsyncResourcePool([()]) : nil
@@ -24,8 +31,8 @@ public struct Database: Sendable {
 
     /// The embedded SQLite database at `path`, or in memory when `path` is nil.
     public static func sqlite(path: String?, poolSize: Int = 4, logger: Logger) async throws -> Database {
-        let (sql, close) = try await SQLiteStorage.open(path: path, poolSize: poolSize, logger: logger)
-        return Database(sql: sql, driver: .sqlite, close: close)
+        let opened = try await SQLiteStorage.open(path: path, poolSize: poolSize, logger: logger)
+        return Database(sql: opened.database, pointReads: opened.pointReads, driver: .sqlite, close: opened.close)
     }
 
     /// A PostgreSQL database at `url`, shared with any other server processes using it.

@@ -11,7 +11,7 @@ enum SQLiteStorage {
     ///
     /// An in-memory database lives in one connection (SQLite gives each `:memory:` connection
     /// its own database), so its pool has one connection.
-    static func open(path: String?, poolSize: Int, logger: Logger) async throws -> (any SQLDatabase, close: @Sendable () async -> Void) {
+    static func open(path: String?, poolSize: Int, logger: Logger) async throws -> (database: any SQLDatabase, pointReads: (any SQLDatabase)?, close: @Sendable () async -> Void) {
         if let path, !FileManager.default.fileExists(atPath: path) {
             // Customer emails live here: create the file owner-only. SQLite gives its -wal and
             // -shm files the database file's permissions.
@@ -48,10 +48,14 @@ enum SQLiteStorage {
         // A connection in use when the pool closes is closed when it comes back.
         let pool = AsyncResourcePool(connections, discard: { connection in Task { await closeAll([connection]) } })
         let database = PooledSQLiteDatabase(pool: pool, logger: logger, eventLoop: MultiThreadedEventLoopGroup.singleton.any())
+        // A file's point reads get connections of their own, one per thread that may read at
+        // once (an in-memory database exists only inside its one pooled connection).
+        let readers = path.map { SQLitePointReaders(path: $0, limit: System.coreCount + 2) }
         let close: @Sendable () async -> Void = {
+            readers?.close()
             await closeAll(pool.close())
         }
-        return (database, close)
+        return (database, readers.map { SQLitePointReadDatabase(readers: $0, fallback: database) }, close)
     }
 }
 
