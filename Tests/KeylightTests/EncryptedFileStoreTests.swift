@@ -29,6 +29,23 @@ import Testing
         #expect(try store.data(for: "state") == nil)
     }
 
+    @Test func anOversizedItemOrKeyIsAnErrorNotAnAllocation() throws {
+        let directory = Self.directory()
+        let store = EncryptedFileStore(directory: directory)
+        try store.set(Data("value".utf8), for: "state")
+        let sealed = try #require(try FileManager.default.contentsOfDirectory(atPath: directory.path).first { $0.hasSuffix(".sealed") })
+        let itemPath = directory.appendingPathComponent(sealed).path
+        #expect(try SecretFile.read(itemPath, limit: 1 << 20)?.isEmpty == false)
+        #expect(try SecretFile.read(directory.appendingPathComponent("absent").path, limit: 16) == nil)
+        #expect(throws: SecretFileError.tooLarge(itemPath, limit: 4)) { try SecretFile.read(itemPath, limit: 4) }
+
+        try Data(count: EncryptedFileStore.itemLimit + 1).write(to: URL(fileURLWithPath: itemPath))
+        #expect(throws: KeylightError.self) { try store.data(for: "state") }
+        try store.set(Data("value".utf8), for: "state")
+        try Data(count: 65).write(to: directory.appendingPathComponent("store.key"))
+        #expect(throws: KeylightError.self) { try store.data(for: "state") }
+    }
+
     @Test func tamperingOrAnotherKeyIsAnError() throws {
         let directory = Self.directory()
         let store = EncryptedFileStore(directory: directory)
