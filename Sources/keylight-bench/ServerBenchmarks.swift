@@ -30,8 +30,11 @@ struct ServerBenchmarks: AsyncParsableCommand {
     @Option(help: "SQLite connection pool size.")
     var poolSize = ServerConfiguration().poolSize
 
-    @Option(help: "Comma-separated phases to run: healthz, validate, signed, activate, large, cpu.")
+    @Option(help: "Comma-separated phases to run: healthz, validate, signed, activate, large, cpu, footprint.")
     var phases = "healthz,validate,signed,activate,large,cpu"
+
+    @Option(help: "Seconds of validate load on the large database before its memory is read (footprint phase).")
+    var footprintSeconds = 60
 
     func run() async throws {
         let directory = FileManager.default.temporaryDirectory.appendingPathComponent("keylight-bench-\(UUID().uuidString)")
@@ -116,6 +119,9 @@ struct ServerBenchmarks: AsyncParsableCommand {
         if selected.contains("cpu") {
             try await cpuPerRequest(small, wrk: wrk)
         }
+        if selected.contains("footprint") {
+            try await footprint(small: small, directory: directory, wrk: wrk)
+        }
         if selected.contains("activate") {
             let activate = try await wrk.run(url: small.base + "/bench/app/activate", script: WrkScripts.activate, name: "activate", arguments: [small.pairsFile.path, small.sdkKey])
             emit("server.activate", activate, extra: health.map { [("ratio_to_healthz", String(format: "%.3f", activate.requestsPerSecond / $0.requestsPerSecond))] } ?? [])
@@ -152,11 +158,37 @@ struct ServerBenchmarks: AsyncParsableCommand {
                 #""\#(name)_ops_per_sec":\#(String(format: "%.1f", median(runs.map(\.requestsPerSecond)))),"\#(name)_p99_ms":\#(String(format: "%.3f", median(runs.map(\.p99ms)))),"# +
                 #""\#(name)_errors":\#(runs.map(\.errors).reduce(0, +)),"\#(name)_non_2xx":\#(runs.map(\.non2xx).reduce(0, +))"#
         }
+        // Latency where a server runs in production, below saturation: validate offered at half
+        // the rate the rounds above reached, paced per connection.
+        let saturation = median((results["validate"] ?? []).map(\.requestsPerSecond))
+        // wrk's delay is whole milliseconds per connection.
+        let pace = max(1, Int((Double(connections) * 1000 / max(1, saturation / 2)).rounded()))
+        let offered = Double(connections) * 1000 / Double(pace)
+        let paced = try await server.validate(with: wrk, script: WrkScripts.pacedValidate, pace: "\(pace)")
+        print(#"{"benchmark":"server.validate_paced","saturation_ops_per_sec":\#(String(format: "%.1f", saturation)),"offered_ops_per_sec":\#(String(format: "%.1f", offered)),"ops_per_sec":\#(String(format: "%.1f", paced.requestsPerSecond)),"# +
+              #""p50_ms":\#(String(format: "%.3f", paced.p50ms)),"p99_ms":\#(String(format: "%.3f", paced.p99ms)),"errors":\#(paced.errors),"non_2xx":\#(paced.non2xx),"# +
+              #""target":"p99 < 10 ms at half of saturation","meets_target":\#(paced.p99ms < 10 && paced.failures == 0)}"#)
         let validateRatio = median(perRequest["validate"] ?? []) / healthz
         let activateRatio = median(perRequest["activate"] ?? []) / healthz
         print(#"{"benchmark":"server.cpu_per_request","rounds":\#(rounds),"healthz_cpu_us":\#(String(format: "%.1f", healthz)),"# +
               [leg("validate"), leg("signed"), leg("activate")].joined(separator: ",") +
               #","target":"validate <= 2.0 x healthz, activate <= 4.0 x healthz (CPU per request)","meets_target":\#(validateRatio <= 2.0 && activateRatio <= 4.0)}"#)
+    }
+
+    /// The process's memory after sustained validate load on a database of `--large-licenses`
+    /// licenses. The server runs in this process, beside the small one the other phases use, so
+    /// the small server's share is read first and reported too.
+    private func footprint(small: BenchServer, directory: URL, wrk: Wrk) async throws {
+        let before = ProcessMemory.read()
+        let large = try await BenchServer.start(name: "footprint", activeLicenses: licenses, totalLicenses: largeLicenses, poolSize: poolSize, directory: directory)
+        defer { large.stop() }
+        let loaded = ProcessMemory.read()
+        let sustained = Wrk(connections: connections, seconds: footprintSeconds, directory: directory, ledger: wrk.ledger)
+        let result = try await large.validate(with: sustained)
+        let after = ProcessMemory.read()
+        print(#"{"benchmark":"server.footprint","licenses":\#(largeLicenses),"seconds":\#(footprintSeconds),"# +
+              #""rss_mib_before":\#(before.rssMiB),"rss_mib_after_import":\#(loaded.rssMiB),"rss_mib_after_load":\#(after.rssMiB),"peak_rss_mib":\#(after.peakMiB),"# +
+              #""ops_per_sec":\#(String(format: "%.1f", result.requestsPerSecond)),"p99_ms":\#(String(format: "%.3f", result.p99ms)),"errors":\#(result.errors),"non_2xx":\#(result.non2xx)}"#)
     }
 
     private func median(_ values: [Double]) -> Double {
@@ -222,8 +254,8 @@ struct BenchServer: Sendable {
     static let nonce = "AAECAwQFBgcICQoL"
 
     /// One wrk run of validate; with a nonce every response is signed (protocol section 3).
-    func validate(with wrk: Wrk, script: String = WrkScripts.validate, nonce: String = "", samplePrefix: String = "") async throws -> Wrk.Result {
-        try await wrk.run(url: base + "/bench/app/validate", script: script, name: nonce.isEmpty ? "validate" : "signed", arguments: [pairsFile.path, sdkKey, nonce, samplePrefix])
+    func validate(with wrk: Wrk, script: String = WrkScripts.validate, nonce: String = "", samplePrefix: String = "", pace: String = "") async throws -> Wrk.Result {
+        try await wrk.run(url: base + "/bench/app/validate", script: script, name: nonce.isEmpty ? "validate" : "signed", arguments: [pairsFile.path, sdkKey, nonce, samplePrefix, pace])
     }
 
     func stop() {

@@ -62,6 +62,18 @@ enum WrkScripts {
     end
     """ + "\n" + report
 
+    /// `validate` at a set pace: each connection waits `args[5]` milliseconds between requests,
+    /// so the offered rate is connections x 1000 / pace, whatever the server could take.
+    static let pacedValidate = validate + "\n" + """
+    local pace = 0
+    local base_init = init
+    init = function(args)
+      base_init(args)
+      pace = tonumber(args[5]) or 0
+    end
+    delay = function() return pace end
+    """
+
     /// `validate` that also looks at every response: counts those carrying a signature of the
     /// protocol's length (240 base64 characters) and writes each thread's first three signed
     /// responses to `<sample prefix>-<thread>.txt` (`status signature kid time length`, then the
