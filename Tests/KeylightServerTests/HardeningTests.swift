@@ -104,9 +104,12 @@ import Testing
 
     @Test func idleKeepAliveConnectionsAreClosed() async throws {
         try await Self.live({ $0.configuration.connections.idleTimeout = .seconds(1) }) { _, port in
+            // Timed from before the connection opens: a lower bound on how long the server let it
+            // idle, whatever delays this task meets (read after the send, a late resume made a
+            // correct close look early on a loaded CI machine).
+            let started = ContinuousClock.now
             let idle = try await RawConnection.open(port: port)
             try await idle.send("GET /healthz HTTP/1.1\r\nHost: x\r\n\r\n")
-            let started = ContinuousClock.now
             let everything = try #require(try await idle.readUntilClosed(timeout: .seconds(10)), "idle connection kept open")
             #expect(everything.hasPrefix("HTTP/1.1 200 "))
             #expect(try #require(idle.closedTime) - started >= .milliseconds(900))
