@@ -61,7 +61,7 @@ public enum SecretFile {
         let size = Int(info.st_size)
         guard size >= 0, size <= limit else { throw .tooLarge(path, limit: limit) }
         var data = Data(count: size)
-        // Read one byte past the size fstat gave, to notice a file that grew meanwhile.
+        // Secret files are replaced by rename, never grown in place: fstat's size is the file's.
         let read = data.withUnsafeMutableBytes { buffer -> Int in
             var offset = 0
             while offset < buffer.count {
@@ -76,8 +76,6 @@ public enum SecretFile {
             return offset
         }
         guard read >= 0 else { throw .cannotRead(path, errno: errno) }
-        var extra: UInt8 = 0
-        guard Foundation.read(descriptor, &extra, 1) == 0 else { throw .tooLarge(path, limit: size) }
         return read == size ? data : data.prefix(read)
     }
 
