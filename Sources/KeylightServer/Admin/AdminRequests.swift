@@ -11,12 +11,16 @@ struct CreateProductRequest: Decodable {
     var key_prefix: String?
     var trial_duration_days: Int?
     var free_tier_enabled: Bool?
+    /// Whether the customer portal is open (default true).
+    var portal_enabled: Bool?
 }
 
 struct UpdateProductRequest: Decodable {
     var name: String?
     var trial_duration_days: Int?
     var free_tier_enabled: Bool?
+    /// Whether the customer portal is open (default true).
+    var portal_enabled: Bool?
 }
 
 struct CreateKeyTypeRequest: Decodable {
@@ -29,6 +33,8 @@ struct CreateKeyTypeRequest: Decodable {
     var entitlements: [String]?
     var stripe_price_id: String?
     var stripe_mode: String?
+    /// Lifetime of offline leases (protocol 6.4), 1-3650 days; default 365.
+    var offline_lease_days: Int?
 }
 
 struct CreateLicenseRequest: Decodable {

@@ -28,6 +28,7 @@ struct ProductBody: Encodable {
     var key_prefix: String
     var trial_duration_days: Int
     var free_tier_enabled: Bool
+    var portal_enabled: Bool
     /// Present only in the response that creates the product.
     var sdk_key: String?
 
@@ -38,6 +39,7 @@ struct ProductBody: Encodable {
         key_prefix = product.keyPrefix
         trial_duration_days = product.trialDurationDays
         free_tier_enabled = product.freeTierEnabled
+        portal_enabled = product.portalEnabled
         sdk_key = sdkKey
     }
 }
@@ -53,6 +55,7 @@ struct KeyTypeBody: Encodable {
     var entitlements: [String]
     @ExplicitNull var stripe_price_id: String?
     @ExplicitNull var stripe_mode: String?
+    var offline_lease_days: Int
 
     init(_ keyType: KeyType) {
         id = keyType.id
@@ -65,6 +68,7 @@ struct KeyTypeBody: Encodable {
         entitlements = keyType.entitlementCodes
         stripe_price_id = keyType.stripePriceId
         stripe_mode = keyType.stripeMode
+        offline_lease_days = keyType.offlineLeaseDays
     }
 }
 

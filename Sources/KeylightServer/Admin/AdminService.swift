@@ -66,7 +66,8 @@ final class AdminService: Sendable {
         let product = Product(
             tenantId: tenantId, id: id, name: name, keyPrefix: prefix,
             sdkKeyHash: Hex.encode(SHA256.hash(data: Data(sdkKey.utf8))),
-            trialDurationDays: trialDays, freeTierEnabled: body.free_tier_enabled ?? false, createdAt: now, updatedAt: now
+            trialDurationDays: trialDays, freeTierEnabled: body.free_tier_enabled ?? false, createdAt: now, updatedAt: now,
+            portalEnabled: body.portal_enabled ?? true
         )
         guard try await database.insertProduct(product, actor: actor) else { throw APIError.conflict("Product \(id) already exists.") }
         return (product, sdkKey)
@@ -77,7 +78,7 @@ final class AdminService: Sendable {
         if let days = body.trial_duration_days { _ = try Field.integer(days, "trial_duration_days", in: 0...3650) }
         guard let product = try await database.updateProduct(
             tenantId: tenantId, id: productId, name: name, trialDurationDays: body.trial_duration_days,
-            freeTierEnabled: body.free_tier_enabled, now: clock.unixSeconds, actor: actor
+            freeTierEnabled: body.free_tier_enabled, portalEnabled: body.portal_enabled, now: clock.unixSeconds, actor: actor
         ) else { throw APIError.notFound("Product") }
         licensing.forgetProduct(tenantId: tenantId, productId: productId)
         return product
@@ -92,11 +93,13 @@ final class AdminService: Sendable {
         guard let fallback = body.fallback_access else { throw APIError.invalidRequest("Missing field fallback_access.") }
         let ttl = try Field.integer(body.lease_ttl_seconds ?? Self.defaultLeaseTTL, "lease_ttl_seconds", in: 60...(366 * 86_400))
         let entitlements = try Field.entitlements(body.entitlements)
+        let offlineDays = try Field.integer(body.offline_lease_days ?? KeyType.defaultOfflineLeaseDays, "offline_lease_days", in: 1...3_650)
         let keyType = KeyType(
             tenantId: tenantId, productId: productId, id: id, displayName: displayName, activationLimit: limit,
             durationDays: body.duration_days, fallbackAccess: fallback, leaseTtlSeconds: ttl,
             entitlements: entitlements.joined(separator: ","), createdAt: clock.unixSeconds,
-            stripePriceId: try Field.stripePrice(body.stripe_price_id), stripeMode: try body.stripe_mode.map(Field.stripeMode)
+            stripePriceId: try Field.stripePrice(body.stripe_price_id), stripeMode: try body.stripe_mode.map(Field.stripeMode),
+            offlineLeaseDays: offlineDays
         )
         guard try await database.insertKeyType(keyType, actor: actor) else { throw APIError.conflict("Key type \(id) already exists.") }
         return keyType
@@ -173,10 +176,11 @@ final class AdminService: Sendable {
     }
 
     func deactivateInstance(tenantId: String, productId: String, licenseId: String, instanceId: String, actor: AuditActor) async throws {
-        switch try await database.deactivate(keyHash: nil, licenseId: licenseId, tenantId: tenantId, productId: productId, instanceId: instanceId, now: clock.unixSeconds, audit: actor) {
+        switch try await database.deactivate(keyHash: nil, licenseId: licenseId, tenantId: tenantId, productId: productId, instanceId: instanceId, now: clock.unixSeconds, change: InstanceChange(actor: actor, how: .admin)) {
         case .licenseNotFound: throw APIError.notFound("License")
         case .instanceNotFound: throw APIError.notFound("Instance")
         case .deactivated, .alreadyInactive: return
+        case .invalidProof: throw APIError.internalError  // no proof was asked for
         }
     }
 

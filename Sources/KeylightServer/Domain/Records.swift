@@ -22,10 +22,13 @@ public struct Product: Codable, Sendable, Hashable {
     public var freeTierEnabled: Bool
     public var createdAt: Int64
     public var updatedAt: Int64
+    /// The customer portal (`/portal/<tenant>/<product>`) is open; on by default, off in the product's settings.
+    public var portalEnabled: Bool = true
 
     /// Column names: rows decode without a key strategy, which would re-derive snake case on every access.
     enum CodingKeys: String, CodingKey {
         case tenantId = "tenant_id", id, name, keyPrefix = "key_prefix", sdkKeyHash = "sdk_key_hash", trialDurationDays = "trial_duration_days", freeTierEnabled = "free_tier_enabled", createdAt = "created_at", updatedAt = "updated_at"
+        case portalEnabled = "portal_enabled"
     }
 }
 
@@ -48,6 +51,10 @@ public struct KeyType: Codable, Sendable, Hashable {
     public var stripePriceId: String? = nil
     /// `payment` (one-off) or `subscription` (the price recurs; `invoice.paid` renews the license).
     public var stripeMode: String? = nil
+    /// Lifetime of a lease made by offline activation (never past the license's expiry).
+    public var offlineLeaseDays: Int = KeyType.defaultOfflineLeaseDays
+
+    public static let defaultOfflineLeaseDays = 365
 
     public var entitlementCodes: [String] {
         entitlements.split(separator: ",").map(String.init)
@@ -56,7 +63,7 @@ public struct KeyType: Codable, Sendable, Hashable {
     /// Column names: rows decode without a key strategy, which would re-derive snake case on every access.
     enum CodingKeys: String, CodingKey {
         case tenantId = "tenant_id", productId = "product_id", id, displayName = "display_name", activationLimit = "activation_limit", durationDays = "duration_days", fallbackAccess = "fallback_access", leaseTtlSeconds = "lease_ttl_seconds", entitlements, createdAt = "created_at"
-        case stripePriceId = "stripe_price_id", stripeMode = "stripe_mode"
+        case stripePriceId = "stripe_price_id", stripeMode = "stripe_mode", offlineLeaseDays = "offline_lease_days"
     }
 }
 
@@ -120,10 +127,14 @@ public struct Instance: Codable, Sendable, Hashable {
     public var activatedAt: Int64
     public var lastValidatedAt: Int64?
     public var deactivatedAt: Int64?
+    /// Base64 Ed25519 public key of a device activated offline (protocol 6.4): its deactivation
+    /// proofs must be signed by the matching private key. nil for online activations.
+    public var deviceKey: String? = nil
 
     /// Column names: rows decode without a key strategy, which would re-derive snake case on every access.
     enum CodingKeys: String, CodingKey {
         case id, licenseId = "license_id", name, machineHash = "machine_hash", active, activatedAt = "activated_at", lastValidatedAt = "last_validated_at", deactivatedAt = "deactivated_at"
+        case deviceKey = "device_key"
     }
 }
 

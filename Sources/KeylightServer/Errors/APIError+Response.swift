@@ -13,6 +13,9 @@ extension APIError: HTTPResponseError {
     func jsonResponse(outcomeField: String?) -> Response {
         var object: [String: Any] = ["error": message, "code": code]
         if let outcomeField { object[outcomeField] = false }
+        if let extraFields, let extra = (try? JSONSerialization.jsonObject(with: Data(extraFields))) as? [String: Any] {
+            for (name, value) in extra where object[name] == nil { object[name] = value }
+        }
         let body = (try? JSONSerialization.data(withJSONObject: object, options: [.sortedKeys, .withoutEscapingSlashes])) ?? Data()
         var headers: HTTPFields = [.contentType: "application/json; charset=utf-8", .cacheControl: "no-store"]
         if let retryAfter { headers[.retryAfter] = String(retryAfter) }

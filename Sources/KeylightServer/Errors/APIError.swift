@@ -8,6 +8,9 @@ public struct APIError: Error, Sendable, Hashable, CustomStringConvertible {
     public var message: String
     /// Seconds, for `Retry-After` on 429 and 503.
     public var retryAfter: Int?
+    /// A JSON object whose members are added to the error body (the 409 of a full license lists
+    /// the devices holding its slots).
+    var extraFields: [UInt8]?
 
     public init(status: HTTPResponse.Status, code: String, message: String, retryAfter: Int? = nil) {
         self.status = status
@@ -34,6 +37,11 @@ public struct APIError: Error, Sendable, Hashable, CustomStringConvertible {
     public static let licenseSuspended = Self(status: .unprocessableContent, code: "LICENSE_SUSPENDED", message: "This license is suspended.")
     public static let licenseExpired = Self(status: .unprocessableContent, code: "LICENSE_EXPIRED", message: "This license has expired.")
     public static let instanceInactive = Self(status: .unprocessableContent, code: "INSTANCE_INACTIVE", message: "This device has been deactivated.")
+    /// A deactivation proof not signed by the key the instance was activated with (protocol 6.4).
+    public static let invalidProof = Self(
+        status: .unprocessableContent, code: "INVALID_PROOF",
+        message: "The deactivation proof is not signed by the device this instance was activated on."
+    )
     public static func rateLimited(retryAfter: Int) -> Self {
         Self(status: .tooManyRequests, code: "RATE_LIMITED", message: "Too many requests; retry later.", retryAfter: retryAfter)
     }

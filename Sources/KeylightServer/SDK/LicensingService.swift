@@ -53,7 +53,7 @@ final class LicensingService: Sendable {
         products.remove(tenantId + "/" + productId)
     }
 
-    private func limitLicense(_ key: LicenseKey) throws(APIError) {
+    func limitLicense(_ key: LicenseKey) throws(APIError) {
         if case .limited(let retryAfter) = licenseLimiter.acquire(key.keyHash) {
             throw .rateLimited(retryAfter: retryAfter)
         }
@@ -69,16 +69,29 @@ final class LicensingService: Sendable {
         let existingId = try Field.optionalIdentifier(body.instance_id, "instance_id")
         try limitLicense(key)
         let now = clock.unixSeconds
+        let (instanceId, grant) = try await activateInstance(
+            keyHash: key.keyHash, product: product, name: name, machineHash: machineHash, existingId: existingId,
+            freeTierId: freeTierId, deviceKey: nil, change: .app, now: now
+        )
+        return ActivateResponse(instanceId: instanceId, licenseExpiresAt: grant.expiresAt, lease: try await lease(for: grant, tenantId: product.tenantId, instanceId: instanceId, now: now))
+    }
 
+    /// Takes a slot (or finds the machine's own) under the cap, for the app, an offline request
+    /// or the portal. A full license is a 409 that lists the devices holding the slots
+    /// (protocol 6.3: the key is the customer's proof of ownership), so the app can offer to free one.
+    func activateInstance(
+        keyHash: String, product: Product, name: String, machineHash: String?, existingId: String?,
+        freeTierId: String?, deviceKey: String?, change: InstanceChange, now: Int64
+    ) async throws -> (instanceId: String, grant: LicenseGrant) {
         var attempt = 0
         while true {
             attempt += 1
             let outcome: ActivationOutcome
             do {
                 outcome = try await database.activate(
-                    keyHash: key.keyHash, tenantId: product.tenantId, productId: product.id,
+                    keyHash: keyHash, tenantId: product.tenantId, productId: product.id,
                     newInstanceId: UUID().uuidString.lowercased(), name: name, machineHash: machineHash,
-                    existingInstanceId: existingId, freeTierInstanceId: freeTierId, now: now,
+                    existingInstanceId: existingId, freeTierInstanceId: freeTierId, now: now, deviceKey: deviceKey, change: change,
                     refuse: { grant in Self.refusal(grant, now: now, activating: true) != nil }
                 )
             } catch where StorageError.isUniqueViolation(error) && attempt == 1 {
@@ -88,13 +101,17 @@ final class LicensingService: Sendable {
             switch outcome {
             case .licenseNotFound:
                 metrics.recordActivation("not_found")
-                throw try await unknownKey(key, product: product)
+                throw try await unknownKey(keyHash, product: product)
             case .refused(let grant):
                 metrics.recordActivation("refused")
                 throw Self.refusal(grant, now: now, activating: true) ?? .internalError
             case .limitReached:
                 metrics.recordActivation("limit_reached")
-                throw APIError.activationLimitReached
+                var error = APIError.activationLimitReached
+                if let seats = try? await seats(keyHash: keyHash, product: product) {
+                    error.extraFields = seats.jsonBytes
+                }
+                throw error
             case .activated(let instanceId, let grant), .existing(let instanceId, let grant):
                 if case .activated = outcome {
                     metrics.recordActivation("activated")
@@ -102,7 +119,7 @@ final class LicensingService: Sendable {
                 } else {
                     metrics.recordActivation("existing")
                 }
-                return ActivateResponse(instanceId: instanceId, licenseExpiresAt: grant.expiresAt, lease: try await lease(for: grant, tenantId: product.tenantId, instanceId: instanceId, now: now))
+                return (instanceId, grant)
             }
         }
     }
@@ -115,7 +132,7 @@ final class LicensingService: Sendable {
         let now = clock.unixSeconds
         guard let grant = try await database.grant(keyHash: key.keyHash, tenantId: product.tenantId, productId: product.id, instanceId: instanceId) else {
             metrics.recordValidation("not_found")
-            throw try await unknownKey(key, product: product)
+            throw try await unknownKey(key.keyHash, product: product)
         }
         if let refusal = Self.refusal(grant, now: now, activating: false) {
             metrics.recordValidation("refused")
@@ -139,10 +156,11 @@ final class LicensingService: Sendable {
         let key = try Field.licenseKey(body.license_key)
         let instanceId = try Field.identifier(body.instance_id, "instance_id")
         try limitLicense(key)
-        switch try await database.deactivate(keyHash: key.keyHash, licenseId: nil, tenantId: product.tenantId, productId: product.id, instanceId: instanceId, now: clock.unixSeconds, audit: nil) {
-        case .licenseNotFound: throw try await unknownKey(key, product: product)
+        switch try await database.deactivate(keyHash: key.keyHash, licenseId: nil, tenantId: product.tenantId, productId: product.id, instanceId: instanceId, now: clock.unixSeconds, change: .app) {
+        case .licenseNotFound: throw try await unknownKey(key.keyHash, product: product)
         case .instanceNotFound: throw APIError.notFound("Instance")
         case .deactivated, .alreadyInactive: return DeactivateResponse()
+        case .invalidProof: throw APIError.internalError
         }
     }
 
@@ -174,8 +192,8 @@ final class LicensingService: Sendable {
 
     /// The error for a key no license has: 422 `LICENSE_REVOKED` for a key a remint replaced (a
     /// verdict the SDK acts on), else 404 (which clients treat as a configuration error).
-    func unknownKey(_ key: LicenseKey, product: Product) async throws -> APIError {
-        try await database.isReplacedKey(key.keyHash, tenantId: product.tenantId, productId: product.id)
+    func unknownKey(_ keyHash: String, product: Product) async throws -> APIError {
+        try await database.isReplacedKey(keyHash, tenantId: product.tenantId, productId: product.id)
             ? APIError(status: .unprocessableContent, code: "LICENSE_REVOKED", message: "This license key was replaced; use the new key.")
             : APIError.notFound("License")
     }
@@ -204,10 +222,16 @@ final class LicensingService: Sendable {
     /// The lease rules: `active` until `min(now + ttl, license expiry)` with the key type's
     /// entitlements; after expiry `fallback` (with fallback access) or `expired`, for `ttl`,
     /// without entitlements.
-    func lease(for grant: LicenseGrant, tenantId: String, instanceId: String, now: Int64) async throws -> Lease {
+    func lease(for grant: LicenseGrant, tenantId: String, instanceId: String, now: Int64, ttl: Int64? = nil) async throws -> Lease {
         let key = try await signingKey(tenantId: tenantId)
+        return try Self.lease(for: grant, instanceId: instanceId, now: now, ttl: ttl ?? grant.leaseTtlSeconds, key: key)
+    }
+
+    /// ``lease(for:tenantId:instanceId:now:ttl:)`` with the key given (an offline response signs
+    /// its binding with the same key as its lease).
+    static func lease(for grant: LicenseGrant, instanceId: String, now: Int64, ttl: Int64, key: SigningKey) throws -> Lease {
         let expired = grant.expiresAt.map { $0 <= now } ?? false
-        let ttlEnd = now + grant.leaseTtlSeconds
+        let ttlEnd = now + ttl
         let status: Lease.Status = !expired ? .active : (grant.fallbackAccess ? .fallback : .expired)
         let expiresAt = status == .active ? min(ttlEnd, grant.expiresAt ?? .max) : ttlEnd
         return try Lease.sign(

@@ -126,3 +126,38 @@ struct KeylessRequest: Decodable, TelemetryFields {
     var platform: String?
     var app_version: String?
 }
+
+struct InstancesRequest: Decodable, TelemetryFields {
+    var license_key: String?
+    var sdk_version: String?
+    var platform: String?
+    var app_version: String?
+}
+
+struct OfflineActivateRequest: Decodable, TelemetryFields {
+    var license_key: String?
+    /// The request file's text, as the device showed it.
+    var request: String?
+    var sdk_version: String?
+    var platform: String?
+    var app_version: String?
+}
+
+struct OfflineDeactivateRequest: Decodable, TelemetryFields {
+    var license_key: String?
+    /// The deactivation proof's text.
+    var proof: String?
+    var sdk_version: String?
+    var platform: String?
+    var app_version: String?
+}
+
+extension Field {
+    /// The text of an offline file: present, and no larger than any such file can be (its own
+    /// parser checks the rest, and names what is wrong).
+    static func offlineFile(_ value: String?, _ name: String) throws(APIError) -> String {
+        guard let value, !value.isEmpty else { throw .invalidRequest("Missing field \(name).") }
+        guard value.utf8.count <= ArmoredText.maxBytes else { throw .invalidRequest("Field \(name) is longer than \(ArmoredText.maxBytes) bytes.") }
+        return value
+    }
+}

@@ -1,3 +1,4 @@
+import Foundation
 import KeylightCore
 
 /// Responses the SDK routes write with ``JSONWriter`` (they are on every validate).
@@ -99,4 +100,36 @@ struct ConfigResponse: SDKResponse {
     func write(to writer: inout JSONWriter) {
         writer.config(config)
     }
+}
+
+/// `{"activation_limit":n,"instances":[…]}` (protocol 6.3): the slots of a license and the
+/// devices holding them. Also the extra members of a full license's 409.
+struct SeatsResponse: Encodable, Sendable {
+    var activation_limit: Int
+    var instances: [Seat]
+
+    struct Seat: Encodable, Sendable {
+        var instance_id: String
+        var instance_name: String
+        var activated_at: Int64
+        /// The last validation the server has written, else the activation.
+        var last_seen_at: Int64
+        /// Keylight addition: activated from an offline request file (it frees its seat with a
+        /// deactivation proof, or here).
+        var offline: Bool
+    }
+
+    init(activationLimit: Int, instances: [Instance]) {
+        activation_limit = activationLimit
+        self.instances = instances.map {
+            Seat(instance_id: $0.id, instance_name: $0.name, activated_at: $0.activatedAt, last_seen_at: max($0.lastValidatedAt ?? $0.activatedAt, $0.activatedAt), offline: $0.deviceKey != nil)
+        }
+    }
+
+    var jsonBytes: [UInt8] { Array((try? JSONBody.encoder.encode(self)) ?? Data()) }
+}
+
+/// `{"response":"<response file text>"}`.
+struct OfflineActivateResponse: Encodable, Sendable {
+    var response: String
 }

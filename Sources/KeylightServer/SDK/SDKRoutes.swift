@@ -41,6 +41,22 @@ struct SDKRoutes {
                 JSONBody.raw(try await service.keyless(decodeBody(KeylessRequest.self, from: body.readableBytesView), product: product).jsonBytes)
             }
         }
+        // Protocol 6.3 and 6.4: seats, and activation of devices that cannot reach the server.
+        others.post("/:tenant/:product/instances") { request, context in
+            try await handle(request, context) { product, body in
+                try JSONBody.response(try await service.instances(decodeBody(InstancesRequest.self, from: body.readableBytesView), product: product))
+            }
+        }
+        others.post("/:tenant/:product/offline/activate") { request, context in
+            try await handle(request, context) { product, body in
+                try JSONBody.response(try await service.offlineActivate(decodeBody(OfflineActivateRequest.self, from: body.readableBytesView), product: product))
+            }
+        }
+        others.post("/:tenant/:product/offline/deactivate") { request, context in
+            try await handle(request, context) { product, body in
+                JSONBody.raw(try await service.offlineDeactivate(decodeBody(OfflineDeactivateRequest.self, from: body.readableBytesView), product: product).jsonBytes)
+            }
+        }
         others.get("/:tenant/:product/config") { request, context in
             try await handle(request, context, readsBody: false) { product, _ in
                 JSONBody.raw(ConfigResponse(config: try await service.config(for: product, now: service.clock.unixSeconds)).jsonBytes)

@@ -10,6 +10,8 @@ struct LicenseGrant: Decodable, Equatable, Sendable {
     var fallbackAccess: Bool
     var leaseTtlSeconds: Int64
     var entitlements: String
+    /// Lease lifetime of an offline activation (protocol 6.4).
+    var offlineLeaseDays: Int
     /// Present when the query named an instance and it belongs to this license.
     var instanceId: String?
     var instanceActive: Bool?
@@ -19,7 +21,7 @@ struct LicenseGrant: Decodable, Equatable, Sendable {
 
     enum CodingKeys: String, CodingKey {
         case licenseId = "license_id", status, expiresAt = "expires_at", keyHash = "key_hash", activationLimit = "activation_limit"
-        case fallbackAccess = "fallback_access", leaseTtlSeconds = "lease_ttl_seconds", entitlements, instanceId = "instance_id"
+        case fallbackAccess = "fallback_access", leaseTtlSeconds = "lease_ttl_seconds", entitlements, offlineLeaseDays = "offline_lease_days", instanceId = "instance_id"
         case instanceActive = "instance_active", instanceMachineHash = "instance_machine_hash"
     }
 }
@@ -41,12 +43,36 @@ enum DeactivationOutcome: Sendable, Equatable {
     case alreadyInactive
     case licenseNotFound
     case instanceNotFound
+    /// The deactivation needed a proof the instance's device key did not sign (nothing changed).
+    case invalidProof
+}
+
+/// Who changed an instance and by which route, for the audit log and the `how` of
+/// `instance.activated` / `instance.deactivated` webhooks.
+struct InstanceChange: Sendable {
+    /// `customer` (the app's own deactivate, the portal), `offline` (files), an admin.
+    var actor: AuditActor
+    var how: How
+
+    enum How: String, Sendable {
+        /// The app, over the SDK API (`activate`, `deactivate`).
+        case app
+        /// The customer portal.
+        case portal
+        /// An offline request file (activation) or a signed proof (deactivation).
+        case offlineRequest = "offline_request"
+        case offlineProof = "offline_proof"
+        /// The admin API or the dashboard.
+        case admin
+    }
+
+    static let app = InstanceChange(actor: .customer, how: .app)
 }
 
 extension Database {
     static func grantQuery(keyHash: String, tenantId: String, productId: String, instanceId: String?, lock: SQLQueryString) -> SQLQueryString {
         """
-        SELECT l.id AS license_id, l.status, l.expires_at, l.key_hash, k.activation_limit, k.fallback_access, k.lease_ttl_seconds, k.entitlements,
+        SELECT l.id AS license_id, l.status, l.expires_at, l.key_hash, k.activation_limit, k.fallback_access, k.lease_ttl_seconds, k.entitlements, k.offline_lease_days,
                i.id AS instance_id, i.active AS instance_active, i.machine_hash AS instance_machine_hash
         FROM licenses l
         JOIN key_types k ON k.tenant_id = l.tenant_id AND k.product_id = l.product_id AND k.id = l.key_type_id
@@ -71,7 +97,7 @@ extension Database {
     func activate(
         keyHash: String, tenantId: String, productId: String,
         newInstanceId: String, name: String, machineHash: String?, existingInstanceId: String?,
-        freeTierInstanceId: String?, now: Int64,
+        freeTierInstanceId: String?, now: Int64, deviceKey: String? = nil, change: InstanceChange = .app,
         refuse: @escaping @Sendable (LicenseGrant) -> Bool
     ) async throws -> ActivationOutcome {
         let lock = lockRows(of: "l")
@@ -88,6 +114,10 @@ extension Database {
             if let machineHash, let id = try await db.raw("""
                 SELECT id FROM instances WHERE license_id = \(bind: grant.licenseId) AND machine_hash = \(bind: machineHash) AND active
                 """).first(decodingColumn: "id", as: String.self) {
+                if let deviceKey {
+                    // The machine asks offline now: its proofs will be signed by the key of this request.
+                    try await db.raw("UPDATE instances SET device_key = \(bind: deviceKey) WHERE id = \(bind: id)").run()
+                }
                 return .existing(instanceId: id, grant: grant)
             }
             let reserved = try await db.raw("""
@@ -102,8 +132,13 @@ extension Database {
             try await db.raw("""
                 INSERT INTO instances (\(Self.instanceColumns)) VALUES (
                     \(bind: newInstanceId), \(bind: grant.licenseId), \(bind: name), \(bind: machineHash), \(bind: true),
-                    \(bind: now), \(bind: now), \(bind: Int64?.none))
+                    \(bind: now), \(bind: now), \(bind: Int64?.none), \(bind: deviceKey))
                 """).run()
+            if change.how != .app {
+                try await Self.audit(db, at: now, actor: change.actor, action: "instance.activate", tenantId: tenantId, target: grant.licenseId, details: [
+                    "instance_id": newInstanceId, "how": change.how.rawValue,
+                ])
+            }
             if let freeTierInstanceId {
                 // An upsert: the install's own check-in may still be in the write-behind buffer.
                 try await db.raw("""
@@ -114,7 +149,8 @@ extension Database {
                     """).run()
             }
             try await outbox.enqueue(WebhookEvent(type: .instanceActivated, tenantId: tenantId, at: now, data: .init(
-                license: reserved, instance: WebhookInstance(id: newInstanceId, name: name, activated_at: now, deactivated_at: nil), source: "sdk"
+                license: reserved, instance: WebhookInstance(id: newInstanceId, name: name, activated_at: now, deactivated_at: nil),
+                source: change.how == .app ? "sdk" : change.actor.name, how: change.how.rawValue
             )), on: db)
             return .activated(instanceId: newInstanceId, grant: grant)
         }
@@ -137,8 +173,12 @@ extension Database {
         )), on: db)
     }
 
-    /// Frees an instance's slot. Idempotent: an inactive instance stays inactive.
-    func deactivate(keyHash: String?, licenseId: String?, tenantId: String, productId: String, instanceId: String, now: Int64, audit actor: AuditActor?) async throws -> DeactivationOutcome {
+    /// Frees an instance's slot. Idempotent: an inactive instance stays inactive. `proof`, when
+    /// given, must accept the instance (its device key) or nothing changes.
+    func deactivate(
+        keyHash: String?, licenseId: String?, tenantId: String, productId: String, instanceId: String, now: Int64,
+        change: InstanceChange, proof: (@Sendable (Instance) -> Bool)? = nil
+    ) async throws -> DeactivationOutcome {
         let lock = lockRows(of: "licenses")
         let outbox = self.outbox
         return try await write { db in
@@ -150,6 +190,7 @@ extension Database {
             guard let instance = try await db.raw("""
                 SELECT \(Self.instanceColumns) FROM instances WHERE id = \(bind: instanceId) AND license_id = \(bind: license)
                 """).first(decoding: Instance.self) else { return .instanceNotFound }
+            if let proof, !proof(instance) { return .invalidProof }
             guard instance.active else { return .alreadyInactive }
             try await db.raw("""
                 UPDATE instances SET active = \(bind: false), deactivated_at = \(bind: now) WHERE id = \(bind: instanceId)
@@ -158,17 +199,28 @@ extension Database {
                 UPDATE licenses SET active_instances = active_instances - 1, updated_at = \(bind: now) WHERE id = \(bind: license)
                 RETURNING \(Self.licenseColumns)
                 """).first(decoding: License.self)
-            if let actor {
-                try await Self.audit(db, at: now, actor: actor, action: "instance.deactivate", tenantId: tenantId, target: license, details: ["instance_id": instanceId])
-            }
+            try await Self.audit(db, at: now, actor: change.actor, action: "instance.deactivate", tenantId: tenantId, target: license, details: [
+                "instance_id": instanceId, "how": change.how.rawValue,
+            ])
             if let updated {
                 try await outbox.enqueue(WebhookEvent(type: .instanceDeactivated, tenantId: tenantId, at: now, data: .init(
                     license: updated, instance: WebhookInstance(id: instance.id, name: instance.name, activated_at: instance.activatedAt, deactivated_at: now),
-                    source: actor?.name ?? "sdk"
+                    source: change.how == .app ? "sdk" : change.actor.name, how: change.how.rawValue
                 )), on: db)
             }
             return .deactivated
         }
+    }
+
+    /// A license's active instances, oldest first (protocol 6.3), by key hash within one product;
+    /// nil when no license has that key.
+    func activeInstances(keyHash: String, tenantId: String, productId: String) async throws -> (LicenseGrant, [Instance])? {
+        guard let grant = try await sql.raw(Self.grantQuery(keyHash: keyHash, tenantId: tenantId, productId: productId, instanceId: nil, lock: ""))
+            .first(decoding: LicenseGrant.self) else { return nil }
+        let instances = try await sql.raw("""
+            SELECT \(Self.instanceColumns) FROM instances WHERE license_id = \(bind: grant.licenseId) AND active ORDER BY activated_at, id
+            """).all(decoding: Instance.self)
+        return (grant, instances)
     }
 
     /// Records validation times and adds usage counts, many at once (the write-behind flush).

@@ -9,6 +9,10 @@ public struct AuditActor: Sendable, Hashable {
     public static let adminToken = AuditActor("admin-token")
     /// The server itself (start-up key creation, scheduled work).
     public static let system = AuditActor("system")
+    /// A customer holding the license key: the app's own deactivate, the customer portal.
+    public static let customer = AuditActor("customer")
+    /// An offline device, through its request file or deactivation proof.
+    public static let offline = AuditActor("offline")
 }
 
 extension Database {

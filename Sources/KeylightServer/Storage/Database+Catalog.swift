@@ -30,7 +30,7 @@ extension Database {
 
     // MARK: Products
 
-    static let productColumns: SQLQueryString = "tenant_id, id, name, key_prefix, sdk_key_hash, trial_duration_days, free_tier_enabled, created_at, updated_at"
+    static let productColumns: SQLQueryString = "tenant_id, id, name, key_prefix, sdk_key_hash, trial_duration_days, free_tier_enabled, created_at, updated_at, portal_enabled"
 
     /// Inserts a product; false when the id is taken within its tenant.
     func insertProduct(_ product: Product, actor: AuditActor) async throws -> Bool {
@@ -39,7 +39,7 @@ extension Database {
                 INSERT INTO products (\(Self.productColumns)) VALUES (
                     \(bind: product.tenantId), \(bind: product.id), \(bind: product.name), \(bind: product.keyPrefix),
                     \(bind: product.sdkKeyHash), \(bind: product.trialDurationDays), \(bind: product.freeTierEnabled),
-                    \(bind: product.createdAt), \(bind: product.updatedAt))
+                    \(bind: product.createdAt), \(bind: product.updatedAt), \(bind: product.portalEnabled))
                 ON CONFLICT DO NOTHING RETURNING id
                 """).first()
             guard inserted != nil else { return false }
@@ -52,13 +52,14 @@ extension Database {
     }
 
     /// Changes a product's trial length and free tier; nil when there is no such product.
-    func updateProduct(tenantId: String, id: String, name: String?, trialDurationDays: Int?, freeTierEnabled: Bool?, now: Int64, actor: AuditActor) async throws -> Product? {
+    func updateProduct(tenantId: String, id: String, name: String?, trialDurationDays: Int?, freeTierEnabled: Bool?, portalEnabled: Bool? = nil, now: Int64, actor: AuditActor) async throws -> Product? {
         try await write { db in
             let updated = try await db.raw("""
                 UPDATE products SET
                     name = COALESCE(\(bind: name), name),
                     trial_duration_days = COALESCE(\(bind: trialDurationDays), trial_duration_days),
                     free_tier_enabled = COALESCE(\(bind: freeTierEnabled), free_tier_enabled),
+                    portal_enabled = COALESCE(\(bind: portalEnabled), portal_enabled),
                     updated_at = \(bind: now)
                 WHERE tenant_id = \(bind: tenantId) AND id = \(bind: id)
                 RETURNING \(Self.productColumns)
@@ -68,6 +69,7 @@ extension Database {
             if let name { details["name"] = name }
             if let trialDurationDays { details["trial_duration_days"] = "\(trialDurationDays)" }
             if let freeTierEnabled { details["free_tier_enabled"] = "\(freeTierEnabled)" }
+            if let portalEnabled { details["portal_enabled"] = "\(portalEnabled)" }
             try await Self.audit(db, at: now, actor: actor, action: "product.update", tenantId: tenantId, target: id, details: details)
             return updated
         }
@@ -85,7 +87,7 @@ extension Database {
 
     // MARK: Key types
 
-    static let keyTypeColumns: SQLQueryString = "tenant_id, product_id, id, display_name, activation_limit, duration_days, fallback_access, lease_ttl_seconds, entitlements, created_at, stripe_price_id, stripe_mode"
+    static let keyTypeColumns: SQLQueryString = "tenant_id, product_id, id, display_name, activation_limit, duration_days, fallback_access, lease_ttl_seconds, entitlements, created_at, stripe_price_id, stripe_mode, offline_lease_days"
 
     /// Inserts a key type; false when the id is taken within its product.
     func insertKeyType(_ keyType: KeyType, actor: AuditActor) async throws -> Bool {
@@ -95,7 +97,7 @@ extension Database {
                     \(bind: keyType.tenantId), \(bind: keyType.productId), \(bind: keyType.id), \(bind: keyType.displayName),
                     \(bind: keyType.activationLimit), \(bind: keyType.durationDays), \(bind: keyType.fallbackAccess),
                     \(bind: keyType.leaseTtlSeconds), \(bind: keyType.entitlements), \(bind: keyType.createdAt),
-                    \(bind: keyType.stripePriceId), \(bind: keyType.stripeMode))
+                    \(bind: keyType.stripePriceId), \(bind: keyType.stripeMode), \(bind: keyType.offlineLeaseDays))
                 ON CONFLICT DO NOTHING RETURNING id
                 """).first()
             guard inserted != nil else { return false }
@@ -103,6 +105,7 @@ extension Database {
                 "activation_limit": "\(keyType.activationLimit)", "duration_days": keyType.durationDays.map(String.init) ?? "lifetime",
                 "fallback_access": "\(keyType.fallbackAccess)", "lease_ttl_seconds": "\(keyType.leaseTtlSeconds)",
                 "entitlements": keyType.entitlements, "stripe_price_id": keyType.stripePriceId ?? "none",
+                "offline_lease_days": "\(keyType.offlineLeaseDays)",
             ])
             return true
         }

@@ -11,7 +11,7 @@ extension Database {
         """
     }
 
-    static let instanceColumns: SQLQueryString = "id, license_id, name, machine_hash, active, activated_at, last_validated_at, deactivated_at"
+    static let instanceColumns: SQLQueryString = "id, license_id, name, machine_hash, active, activated_at, last_validated_at, deactivated_at, device_key"
 
     /// Inserts a minted license; `key` (the raw key) goes only into the `license.created` webhook.
     func insertLicense(_ license: License, key: String, actor: AuditActor) async throws {

@@ -43,14 +43,18 @@ struct WebhookEventData: Encodable, Sendable {
     /// Only on `license.activation_limit_reached`: the license's cap and the device refused.
     var activation_limit: Int?
     var refused_instance_name: String?
-    /// What caused the change: `admin`, `stripe`, `sdk`.
+    /// What caused the change: `sdk`, `stripe`, `customer`, `offline`, or the admin's audit actor.
     var source: String
+    /// Only on `instance.*`: the route the change took (`app`, `portal`, `offline_request`,
+    /// `offline_proof`, `admin`).
+    var how: String?
 
-    init(license: License, licenseKey: String? = nil, instance: WebhookInstance? = nil, source: String) {
+    init(license: License, licenseKey: String? = nil, instance: WebhookInstance? = nil, source: String, how: String? = nil) {
         self.license = WebhookLicense(license)
         license_key = licenseKey
         self.instance = instance
         self.source = source
+        self.how = how
     }
 
     init(license: License, activationLimit: Int, refusedInstanceName: String) {
