@@ -2,6 +2,9 @@
 public struct KeylightError: Error, Hashable, Sendable, CustomStringConvertible {
     public let code: String
     public let message: String
+    /// With `ACTIVATION_LIMIT_REACHED`: the license's slots and the devices holding them, so the
+    /// app can offer to free one (``LicenseManager/deactivate(device:)``) and activate again.
+    public internal(set) var seats: Seats?
 
     public init(code: String, message: String) {
         self.code = code
@@ -20,6 +23,8 @@ public struct KeylightError: Error, Hashable, Sendable, CustomStringConvertible 
     public static func server(code: String, message: String) -> Self { Self(code: code, message: message) }
     /// There is no license to deactivate.
     public static let notActivated = Self(code: "NOT_ACTIVATED", message: "No license is active on this device.")
+    /// An offline activation response or deactivation proof that cannot be used here; the message says why.
+    public static func offlineFile(_ reason: String) -> Self { Self(code: "OFFLINE_FILE", message: reason) }
     /// The secure store could not be read or written.
     public static func storage(_ reason: String) -> Self { Self(code: "STORAGE", message: reason) }
 }

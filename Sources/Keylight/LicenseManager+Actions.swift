@@ -36,7 +36,9 @@ extension LicenseManager {
             persist()
             resolve()
             schedule(now: now)
-        case .rejected(let error), .transient(let error, _):
+        case .rejected(var error), .transient(var error, _):
+            // A full license: the devices holding its slots, each freeable with this key.
+            error.seats = error.seats?.owned(by: key.text, thisInstance: nil)
             lastError = error
             throw error
         }

@@ -30,6 +30,15 @@ struct PersistedState: Codable, Equatable, Sendable {
     var configVerification: String?
     /// The cached lease was discarded for want of verification; the next verified refresh decides.
     var awaitingVerifiedLease: Bool?
+    /// The license was activated from an offline response file (its seat is given back with a
+    /// deactivation proof signed by the device key).
+    var offlineActivation: Bool?
+    /// The last deactivation proof made here and not yet submitted from here.
+    var pendingDeactivationProof: String?
+
+    /// How a lease or config imported from an offline response was checked: its own signature and
+    /// the binding to this device. Every verification mode accepts it (there was no response to sign).
+    static let offlineVerification = "offline"
 
     static let storeKey = "state"
 
@@ -56,6 +65,7 @@ struct PersistedState: Codable, Equatable, Sendable {
         rejection = nil
         leaseVerification = nil
         awaitingVerifiedLease = nil
+        offlineActivation = nil
     }
 
     /// Drops cached data that `mode` would not have accepted: under `.enforced` anything not
@@ -63,7 +73,8 @@ struct PersistedState: Codable, Equatable, Sendable {
     /// Returns whether anything was dropped.
     mutating func discardUnverified(for mode: VerificationMode) -> Bool {
         func unacceptable(_ how: String?) -> Bool {
-            switch mode {
+            if how == Self.offlineVerification { return false }
+            return switch mode {
             case .disabled: false
             case .informational: how == nil || how == "notRequested"
             case .enforced: how != "verified"

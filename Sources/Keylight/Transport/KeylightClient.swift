@@ -70,6 +70,22 @@ struct KeylightClient: Sendable {
 
     struct EmptyBody: Decodable, Sendable {}
 
+    func instances(key: String) async -> Exchange<SeatsBody> {
+        await post("instances", ["license_key": key])
+    }
+
+    struct OfflineResponseBody: Decodable, Sendable {
+        var response: String
+    }
+
+    func offlineActivate(key: String, request: String) async -> Exchange<OfflineResponseBody> {
+        await post("offline/activate", ["license_key": key, "request": request])
+    }
+
+    func offlineDeactivate(key: String, proof: String) async -> Exchange<EmptyBody> {
+        await post("offline/deactivate", ["license_key": key, "proof": proof])
+    }
+
     private func headers() -> [String: String] {
         [
             "X-Keylight-SDK-Key": sdkKey,
@@ -122,7 +138,11 @@ struct KeylightClient: Sendable {
         }
         let body = try? JSONDecoder().decode(ErrorBody.self, from: response.body)
         let code = body?.code ?? "HTTP_\(response.status)"
-        let error = KeylightError.server(code: code, message: body?.error ?? "HTTP \(response.status)")
+        var error = KeylightError.server(code: code, message: body?.error ?? "HTTP \(response.status)")
+        if response.status == 409, let limit = body?.activation_limit, let instances = body?.instances {
+            // The key is filled in by the caller, which knows it.
+            error.seats = SeatsBody(activation_limit: limit, instances: instances).seats(licenseKey: "", thisInstance: nil)
+        }
         if response.status == 429 || response.status >= 500 { return .transient(error, retryAfter: retryAfter) }
         if (400..<500).contains(response.status), verdictCodes.contains(code) { return .rejected(error) }
         return .transient(error, retryAfter: nil)
@@ -131,6 +151,9 @@ struct KeylightClient: Sendable {
     private struct ErrorBody: Decodable {
         var error: String?
         var code: String?
+        /// A full license's 409 (protocol 6.3).
+        var activation_limit: Int?
+        var instances: [SeatsBody.Entry]?
     }
 
     /// Codes by which the server decides about a license or instance. Only these change state;

@@ -8,7 +8,10 @@ struct ClientCommand: AsyncParsableCommand {
     static let configuration = CommandConfiguration(
         commandName: "client",
         abstract: "Use a license from the command line (the Keylight SDK on Linux).",
-        subcommands: [Activate.self, Status.self, Refresh.self, Deactivate.self]
+        subcommands: [
+            Activate.self, Status.self, Refresh.self, Deactivate.self, Devices.self,
+            OfflineRequest.self, OfflineActivate.self, OfflineImport.self, OfflineDeactivate.self, SubmitProof.self,
+        ]
     )
 
     /// Given before the subcommand: `keylight client --server … activate KEY`.
@@ -84,11 +87,26 @@ struct ClientCommand: AsyncParsableCommand {
     }
 
     struct Deactivate: ClientAction {
-        static let configuration = CommandConfiguration(abstract: "Free this machine's slot and forget the license.")
+        static let configuration = CommandConfiguration(
+            abstract: "Free this machine's slot and forget the license, or free another device's slot (--instance)."
+        )
         @ParentCommand var client: ClientCommand
+        @Option(help: "The instance id of another device to free (see `client devices`); this machine keeps its license.")
+        var instance: String?
+        @Option(help: "The license key whose device to free (default: this machine's license).")
+        var key: String?
+        var keyPrefix: String { key.map { String(LicenseKey.normalize($0).prefix(4)) } ?? "" }
 
         func perform(_ manager: LicenseManager) async throws {
-            try await manager.deactivate()
+            guard let instance else {
+                try await manager.deactivate()
+                return
+            }
+            let seats = if let key { try await manager.devices(key: key) } else { try await manager.devices() }
+            guard let device = seats.devices.first(where: { $0.id == instance }) else {
+                throw KeylightError(code: "NOT_FOUND", message: "No active device of this license has instance id \(instance).")
+            }
+            try await manager.deactivate(device: device)
         }
     }
 }
@@ -99,11 +117,14 @@ protocol ClientAction: AsyncParsableCommand {
     var client: ClientCommand { get }
     /// The key prefix to accept (only activation knows it).
     var keyPrefix: String { get }
+    /// Whether the state is printed after ``perform(_:)`` (not by commands whose output is a file).
+    var printsStatus: Bool { get }
     @MainActor func perform(_ manager: LicenseManager) async throws
 }
 
 extension ClientAction {
     var keyPrefix: String { "" }
+    var printsStatus: Bool { true }
 
     @MainActor
     func run() async throws {
@@ -114,9 +135,13 @@ extension ClientAction {
             try await perform(manager)
         } catch let error as KeylightError {
             Standard.error("keylight: error: \(error.code): \(error.message)")
+            if let seats = error.seats {
+                Standard.error("keylight: \(seats.devices.count) of \(seats.activationLimit) devices in use; free one with `client deactivate --key KEY --instance ID`:")
+                for device in seats.devices { Standard.error("  \(device.id)  \(device.name)") }
+            }
             throw ExitCode(1)
         }
-        printStatus(manager)
+        if printsStatus { printStatus(manager) }
     }
 }
 
