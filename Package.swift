@@ -82,6 +82,7 @@ let package = Package(
                 .copy("Dashboard/Licenses/licenses.mustache"), .copy("Dashboard/Licenses/license.mustache"),
                 .copy("Dashboard/SigningKeys/signing_keys.mustache"),
                 .copy("Dashboard/Audit/audit.mustache"),
+                .copy("Portal/portal_layout.mustache"), .copy("Portal/portal.mustache"),
                 .copy("Dashboard/Static"),
             ]
         ),

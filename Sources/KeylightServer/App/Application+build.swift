@@ -126,7 +126,7 @@ func assemble(
     let dashboard = DashboardRoutes(
         admin: admin, accounts: accounts, renderer: try await DashboardRenderer.load(), sessions: sessions,
         loginLimiter: RateLimiter(limit: configuration.limits.signIns, clock: clock), publicURL: configuration.publicURL,
-        secureCookies: configuration.publicURL?.lowercased().hasPrefix("https://") ?? false, logger: logger
+        secureCookies: configuration.publicURL?.lowercased().hasPrefix("https://") ?? false, logger: logger, limits: configuration.limits
     )
     let router = buildRouter(
         licensing: licensing, admin: admin, checkout: checkout, dashboard: dashboard, keyRing: keyRing, metrics: metrics, signer: signer,

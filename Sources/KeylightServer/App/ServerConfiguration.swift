@@ -10,6 +10,10 @@ public struct ServerLimits: Sendable {
     public var perLicense = RateLimit(perMinute: 600, burst: 250)
     /// Dashboard sign-in attempts per client address (accounts also lock after 5 failures).
     public var signIns = RateLimit(perMinute: 10, burst: 10)
+    /// Customer portal forms per client address (key entries, files, freed devices).
+    public var portalPerAddress = RateLimit(perMinute: 30, burst: 20)
+    /// Customer portal actions per license.
+    public var portalPerLicense = RateLimit(perMinute: 20, burst: 10)
 
     public init() {}
 
@@ -19,6 +23,8 @@ public struct ServerLimits: Sendable {
         limits.perAddress = .unlimited
         limits.perLicense = .unlimited
         limits.signIns = .unlimited
+        limits.portalPerAddress = .unlimited
+        limits.portalPerLicense = .unlimited
         return limits
     }
 }

@@ -22,12 +22,14 @@ struct DashboardRoutes: Sendable {
     let secureCookies: Bool
     let logger: Logger
     let auth: DashboardAuthMiddleware
+    /// The customer portal: the same templates engine and stylesheet, its own routes.
+    let portal: PortalRoutes
     static let sessionLifetime: Duration = .seconds(8 * 3_600)
     static let sessionCookie = "keylight_session"
 
     init(
         admin: AdminService, accounts: DashboardAccounts, renderer: DashboardRenderer, sessions: SQLSessionStore,
-        loginLimiter: RateLimiter<IPAddress>, publicURL: String?, secureCookies: Bool, logger: Logger
+        loginLimiter: RateLimiter<IPAddress>, publicURL: String?, secureCookies: Bool, logger: Logger, limits: ServerLimits = ServerLimits()
     ) {
         self.admin = admin
         self.accounts = accounts
@@ -38,6 +40,11 @@ struct DashboardRoutes: Sendable {
         self.secureCookies = secureCookies
         self.logger = logger
         self.auth = DashboardAuthMiddleware(database: admin.database, sessions: sessions)
+        self.portal = PortalRoutes(
+            admin: admin, renderer: renderer, secureCookies: secureCookies,
+            addressLimiter: RateLimiter(limit: limits.portalPerAddress, clock: admin.clock),
+            licenseLimiter: RateLimiter(limit: limits.portalPerLicense, clock: admin.clock), logger: logger
+        )
     }
 
     func register(on router: some RouterMethods<KeylightRequestContext>) {
@@ -60,5 +67,6 @@ struct DashboardRoutes: Sendable {
         LicensesController(dashboard: self).register(on: dashboard)
         SigningKeysController(dashboard: self).register(on: dashboard)
         AuditController(dashboard: self).register(on: dashboard)
+        portal.register(on: router)
     }
 }

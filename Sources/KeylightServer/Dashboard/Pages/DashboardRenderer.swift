@@ -19,7 +19,7 @@ struct DashboardRenderer: Sendable {
     static func load() async throws -> DashboardRenderer {
         guard let root = Bundle.module.resourceURL else { throw LoadError(description: "the dashboard resources are missing from the build") }
         let library = try await MustacheLibrary(directory: root.path)
-        for page in ["layout", "login", "home", "tenant", "product", "licenses", "license", "signing_keys", "audit", "error"] where library.getTemplate(named: page) == nil {
+        for page in ["layout", "login", "home", "tenant", "product", "licenses", "license", "signing_keys", "audit", "error", "portal_layout", "portal"] where library.getTemplate(named: page) == nil {
             throw LoadError(description: "dashboard template \(page).mustache is missing")
         }
         let css = try Data(contentsOf: root.appendingPathComponent("Static/dashboard.css"))

@@ -1,0 +1,37 @@
+import Foundation
+import Hummingbird
+
+/// A posted portal form, URL-encoded or `multipart/form-data` (the file inputs), read once with
+/// a size bound into field name → value.
+struct PortalForm: Sendable {
+    private(set) var fields: [String: String] = [:]
+
+    subscript(name: String) -> String? { fields[name] }
+
+    static func read(_ request: inout Request, limit: Int) async throws -> PortalForm {
+        let body: ByteBuffer
+        do {
+            body = try await request.collectBody(upTo: limit)
+        } catch {
+            throw APIError(status: .contentTooLarge, code: "PAYLOAD_TOO_LARGE", message: "The form is larger than \(limit / 1024) KiB.")
+        }
+        let bytes = Array(body.readableBytesView)
+        if let boundary = MultipartForm.boundary(contentType: request.headers[.contentType] ?? "") {
+            guard let form = try? MultipartForm(body: bytes, boundary: boundary) else { throw APIError.invalidRequest("The form could not be read.") }
+            return PortalForm(fields: form.fields)
+        }
+        return PortalForm(fields: urlEncoded(String(decoding: bytes, as: UTF8.self)))
+    }
+
+    /// `a=1&b=2`, `+` as space, percent-escapes decoded; the first value of a repeated name wins.
+    static func urlEncoded(_ text: String) -> [String: String] {
+        var fields: [String: String] = [:]
+        for pair in text.split(separator: "&", omittingEmptySubsequences: true) {
+            let parts = pair.split(separator: "=", maxSplits: 1, omittingEmptySubsequences: false)
+            func decode(_ part: Substring) -> String? { String(part).replacingOccurrences(of: "+", with: " ").removingPercentEncoding }
+            guard let name = decode(parts[0]), !name.isEmpty, fields[name] == nil else { continue }
+            fields[name] = parts.count > 1 ? decode(parts[1]) ?? "" : ""
+        }
+        return fields
+    }
+}

@@ -1,0 +1,29 @@
+/// What the portal's template shows. Never the full license key: only its masked form.
+struct PortalView: Sendable {
+    var title: String
+    var productName: String
+    /// `/portal/<tenant>/<product>`: every form posts below it.
+    var base: String
+    var csrf: String
+    var notice: String?
+    var problem: String?
+    var license: LicenseSummary?
+
+    struct LicenseSummary: Sendable {
+        var maskedKey: String
+        var status: String
+        var expires: String
+        var inUse: Int
+        var limit: Int
+        var devices: [DeviceRow]
+        var full: Bool { inUse >= limit }
+    }
+
+    struct DeviceRow: Sendable {
+        var id: String
+        var name: String
+        var activated: String
+        var lastSeen: String
+        var offline: Bool
+    }
+}
