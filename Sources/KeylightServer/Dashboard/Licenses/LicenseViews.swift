@@ -76,6 +76,8 @@ struct InstanceRow: Sendable {
     var activated: String
     var lastSeen: String
     var deactivated: String?
+    /// Activated from an offline request file.
+    var offline: Bool
 
     init(_ instance: Instance) {
         id = instance.id
@@ -84,5 +86,6 @@ struct InstanceRow: Sendable {
         activated = DashboardFormat.time(instance.activatedAt)
         lastSeen = DashboardFormat.time(instance.lastValidatedAt)
         deactivated = instance.deactivatedAt.map(DashboardFormat.time)
+        offline = instance.deviceKey != nil
     }
 }

@@ -1,4 +1,5 @@
 import Hummingbird
+import NIOCore
 import KeylightTrust
 
 /// A product's licenses: the searchable list, the CSV export, minting, and one license's page
@@ -12,6 +13,10 @@ struct LicensesController: Sendable {
 
     init(dashboard: DashboardRoutes) {
         self.dashboard = dashboard
+    }
+
+    struct OfflineRequestForm: Decodable {
+        @FormText var request: String?
     }
 
     struct CreateLicenseForm: Decodable {
@@ -59,6 +64,21 @@ struct LicensesController: Sendable {
             var view = try await licenseView(tenantId, productId, id, context, newKey: key.text)
             view.chrome.flash = "New key minted; the old key no longer works."
             return pages.page("license", view)
+        }
+        license.post("/offline-response") { _, context -> Response in
+            let (tenantId, productId) = ProductsController.ids(context)
+            let form = try context.decodeForm(OfflineRequestForm.self)
+            guard let text = form.request else { throw APIError.invalidRequest("Paste the activation request.") }
+            let product = try await admin.requireProduct(tenantId: tenantId, productId: productId)
+            let license = try await admin.license(tenantId: tenantId, productId: productId, id: try context.parameters.require("id"))
+            let response = try await admin.licensing.offlineResponse(
+                keyHash: license.keyHash, requestText: try Field.offlineFile(text, "request"), product: product,
+                change: InstanceChange(actor: try context.requireUser().actor, how: .offlineRequest)
+            )
+            var headers = DashboardRenderer.securityHeaders
+            headers[.contentType] = "text/plain; charset=utf-8"
+            headers[.contentDisposition] = "attachment; filename=\"keylight-activation-\(response.instanceId.prefix(8)).txt\""
+            return Response(status: .ok, headers: headers, body: .init(byteBuffer: ByteBuffer(string: response.armored)))
         }
         license.post("/instances/:instance/deactivate") { _, context -> Response in
             let (tenantId, productId) = ProductsController.ids(context)

@@ -23,6 +23,7 @@ struct KeyTypeRow: Sendable {
     var fallback: Bool
     var entitlements: String
     var leaseTTL: String
+    var offlineLease: String
     var stripePriceId: String?
     var subscription: Bool
 
@@ -34,6 +35,7 @@ struct KeyTypeRow: Sendable {
         fallback = keyType.fallbackAccess
         entitlements = keyType.entitlementCodes.joined(separator: ", ")
         leaseTTL = keyType.leaseTtlSeconds % 86_400 == 0 ? "\(keyType.leaseTtlSeconds / 86_400) days" : "\(keyType.leaseTtlSeconds) s"
+        offlineLease = "\(keyType.offlineLeaseDays) days"
         stripePriceId = keyType.stripePriceId
         subscription = keyType.stripeMode == "subscription"
     }

@@ -21,8 +21,9 @@ struct ProductsController: Sendable {
         @FormText var name: String?
         @FormText var trialDurationDays: String?
         @FormCheckbox var freeTierEnabled: Bool
+        @FormCheckbox var portalEnabled: Bool
         enum CodingKeys: String, CodingKey {
-            case name, trialDurationDays = "trial_duration_days", freeTierEnabled = "free_tier_enabled"
+            case name, trialDurationDays = "trial_duration_days", freeTierEnabled = "free_tier_enabled", portalEnabled = "portal_enabled"
         }
     }
 
@@ -33,13 +34,14 @@ struct ProductsController: Sendable {
         @FormText var durationDays: String?
         @FormCheckbox var fallbackAccess: Bool
         @FormText var leaseTTLDays: String?
+        @FormText var offlineLeaseDays: String?
         /// Codes separated by commas or spaces.
         @FormText var entitlements: String?
         @FormText var stripePriceId: String?
         @FormText var stripeMode: String?
         enum CodingKeys: String, CodingKey {
             case id, displayName = "display_name", activationLimit = "activation_limit", durationDays = "duration_days",
-                 fallbackAccess = "fallback_access", leaseTTLDays = "lease_ttl_days", entitlements,
+                 fallbackAccess = "fallback_access", leaseTTLDays = "lease_ttl_days", offlineLeaseDays = "offline_lease_days", entitlements,
                  stripePriceId = "stripe_price_id", stripeMode = "stripe_mode"
         }
     }
@@ -73,7 +75,8 @@ struct ProductsController: Sendable {
             let (tenantId, productId) = Self.ids(context)
             _ = try await admin.requireProduct(tenantId: tenantId, productId: productId)
             _ = try await admin.updateProduct(tenantId: tenantId, productId: productId, UpdateProductRequest(
-                name: form.name, trial_duration_days: try DashboardForm.wholeNumber(form.trialDurationDays, label: "Trial days"), free_tier_enabled: form.freeTierEnabled
+                name: form.name, trial_duration_days: try DashboardForm.wholeNumber(form.trialDurationDays, label: "Trial days"), free_tier_enabled: form.freeTierEnabled,
+                portal_enabled: form.portalEnabled
             ), actor: try context.requireUser().actor)
             pages.flash(context, "Product saved.")
             return .redirect(to: Self.productPage(context))
@@ -90,7 +93,8 @@ struct ProductsController: Sendable {
                 id: form.id, display_name: form.displayName, activation_limit: try DashboardForm.wholeNumber(form.activationLimit, label: "Activation limit"),
                 duration_days: try DashboardForm.wholeNumber(form.durationDays, label: "Duration"), fallback_access: form.fallbackAccess,
                 lease_ttl_seconds: ttlDays.map { Int64($0) * 86_400 }, entitlements: entitlements,
-                stripe_price_id: form.stripePriceId, stripe_mode: form.stripeMode
+                stripe_price_id: form.stripePriceId, stripe_mode: form.stripeMode,
+                offline_lease_days: try DashboardForm.wholeNumber(form.offlineLeaseDays, label: "Offline lease")
             ), actor: try context.requireUser().actor)
             pages.flash(context, "Key type \(keyType.displayName) created.")
             return .redirect(to: Self.productPage(context))

@@ -50,6 +50,9 @@ struct ProductRow: Sendable {
     var trialDays: Int
     var freeTier: Bool
     var created: String
+    /// The customer portal is open (`/portal/<tenant>/<product>`).
+    var portal: Bool
+    var portalPath: String
 
     init(_ product: Product) {
         id = product.id
@@ -58,6 +61,8 @@ struct ProductRow: Sendable {
         trialDays = product.trialDurationDays
         freeTier = product.freeTierEnabled
         created = DashboardFormat.time(product.createdAt)
+        portal = product.portalEnabled
+        portalPath = "/portal/\(product.tenantId)/\(product.id)"
     }
 }
 
