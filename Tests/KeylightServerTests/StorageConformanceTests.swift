@@ -108,8 +108,8 @@ import Testing
 
             // Deactivation frees exactly one slot, once.
             let instance = try #require(try await db.instances(licenseId: license.id).first)
-            #expect(try await db.deactivate(keyHash: key.keyHash, licenseId: nil, tenantId: "acme", productId: "app", instanceId: instance.id, now: Self.now, audit: nil) == .deactivated)
-            #expect(try await db.deactivate(keyHash: key.keyHash, licenseId: nil, tenantId: "acme", productId: "app", instanceId: instance.id, now: Self.now, audit: nil) == .alreadyInactive)
+            #expect(try await db.deactivate(keyHash: key.keyHash, licenseId: nil, tenantId: "acme", productId: "app", instanceId: instance.id, now: Self.now, change: .app) == .deactivated)
+            #expect(try await db.deactivate(keyHash: key.keyHash, licenseId: nil, tenantId: "acme", productId: "app", instanceId: instance.id, now: Self.now, change: .app) == .alreadyInactive)
             #expect(try await db.license(keyHash: key.keyHash)?.activeInstances == 2)
         }
     }
