@@ -100,7 +100,7 @@ struct PortalRoutes: Sendable {
         let now = admin.clock.unixSeconds
         guard TenantPath.isValidId(tenantId), TenantPath.isValidId(productId),
               let product = try await database.product(tenantId: tenantId, id: productId), product.portalEnabled else {
-            return renderer.page("portal", PortalView(title: "Not found", productName: "Keylight", base: path, csrf: "", problem: "There is no customer portal at this address."), status: .notFound)
+            return renderer.page("portal", PortalView(title: "Not found", productName: "Keylight", base: path, csrf: "", problem: "There is no customer portal at this address.", available: false), status: .notFound)
         }
         let existing = PortalSession.read(from: request, sealer: admin.sealer, path: path, now: now)
         var session = existing ?? .fresh(now: now)

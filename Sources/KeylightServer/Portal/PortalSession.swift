@@ -39,7 +39,8 @@ struct PortalSession: Codable, Sendable, Equatable {
 
     /// The cookie carrying this session (refreshed on every page, so an active visitor keeps it).
     func cookie(sealer: SecretSealer, path: String, secure: Bool) throws -> Cookie {
-        let sealed = try sealer.seal(try JSONEncoder().encode(self), context: Self.context(path))
+        // URL-safe and unpadded: standard base64's `+`, `/` and `=` are not safe in every cookie parser.
+        let sealed = Base64.encodeURLSafe(Base64.decode(try sealer.seal(try JSONEncoder().encode(self), context: Self.context(path))) ?? Data())
         return Cookie(name: Self.cookieName, value: sealed, maxAge: Int(Self.lifetime), path: path, secure: secure, httpOnly: true, sameSite: .strict)
     }
 

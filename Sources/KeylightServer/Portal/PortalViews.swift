@@ -8,6 +8,8 @@ struct PortalView: Sendable {
     var notice: String?
     var problem: String?
     var license: LicenseSummary?
+    /// False on the not-found page: no form to offer.
+    var available = true
 
     struct LicenseSummary: Sendable {
         var maskedKey: String
