@@ -189,7 +189,18 @@ sdk_keys = [active["license_key"]] * 3 + [fallback["license_key"], expired["lice
 playground = [mint({"key_type_id": "pro"}), mint({"key_type_id": "basic", "customer_email": "linus@example.com"}), mint({"key_type_id": "pro"}, "suspend")]
 admin_instances = [activate(playground[0]["license_key"], 9)]
 call("PUT", "/admin/v1/tenants/acme/stripe", {"webhook_secret": os.environ["KL_STRIPE_WEBHOOK_SECRET"], "secret_key": os.environ["KL_STRIPE_SECRET_KEY"]})
+# Well-formed offline files for the seeded product (protocol 6.4): requests from a few machines, and
+# proofs naming seeded instances (signed by no device key of theirs, so answered 422 INVALID_PROOF).
+import base64
+def armored(label, payload):
+    return "-----BEGIN %s-----\n%s\n-----END %s-----\n" % (label, base64.b64encode(json.dumps(payload).encode()).decode(), label)
+device_key = "b41iU/PtssfhZ7Dv2xXZmqvEV7l1bPA2FSlSQHFRqBQ="
+offline_requests = [armored("KEYLIGHT ACTIVATION REQUEST", {"v": 1, "tenant_id": "acme", "product_id": "app", "machine_hash": "offline-%d" % n,
+                    "instance_name": "Lab %d" % n, "device_key": device_key, "created_at": 1790000000}) for n in range(4)]
+offline_proofs = [armored("KEYLIGHT DEACTIVATION", {"v": 1, "instance_id": instance, "issued_at": 1790000000,
+                  "signature": base64.b64encode(bytes(64)).decode()}) for instance in deactivate_instances[:3]]
 json.dump({"sdk_key": product["sdk_key"], "sdk_license_keys": sdk_keys,
+           "offline_requests": offline_requests, "offline_proofs": offline_proofs,
            "validate_instance_ids": validate_instances, "deactivate_instance_ids": deactivate_instances,
            "admin_license_ids": [license["id"] for license in playground], "admin_instance_ids": admin_instances}, sys.stdout)
 PY
@@ -230,6 +241,8 @@ validate_instance_ids = {{ values = {toml(seed["validate_instance_ids"])} }}
 deactivate_instance_ids = {{ values = {toml(seed["deactivate_instance_ids"])} }}
 admin_license_ids = {{ values = {toml(seed["admin_license_ids"])} }}
 admin_instance_ids = {{ values = {toml(seed["admin_instance_ids"])} }}
+offline_requests = {{ values = {toml(seed["offline_requests"])} }}
+offline_proofs = {{ values = {toml(seed["offline_proofs"])} }}
 product_ids = {{ values = ["app"] }}
 key_type_ids = {{ values = ["pro", "basic"] }}
 
@@ -239,6 +252,23 @@ key_type_ids = {{ values = ["pro", "basic"] }}
 {sdk_operation("sdkActivate", "validate_instance_ids")}
 {sdk_operation("sdkValidate", "validate_instance_ids")}
 {sdk_operation("sdkDeactivate", "deactivate_instance_ids")}
+[[operations]]
+include-operation-id = "sdkInstances"
+parameters = {{ "path.tenantId" = "acme", "path.productId" = "app", "body.license_key" = {{ dictionary = "sdk_license_keys", probability = 0.8 }} }}
+checks.positive_data_acceptance.expected-statuses = ["2xx", 401, 403, 404, 409, 422, 429, "5xx"]
+
+# Offline files (protocol 6.4) are base64 of JSON between armor lines: JSON Schema cannot describe their
+# content, so a schema-valid string may still be a malformed file, which is 400 naming what is wrong.
+# The seeded files reach the real paths (a response, a full license's 409, a proof's 422).
+[[operations]]
+include-operation-id = "sdkOfflineActivate"
+parameters = {{ "path.tenantId" = "acme", "path.productId" = "app", "body.license_key" = {{ dictionary = "sdk_license_keys", probability = 0.8 }}, "body.request" = {{ dictionary = "offline_requests", probability = 0.8 }} }}
+checks.positive_data_acceptance.expected-statuses = ["2xx", 400, 401, 403, 404, 409, 422, 429, "5xx"]
+[[operations]]
+include-operation-id = "sdkOfflineDeactivate"
+parameters = {{ "path.tenantId" = "acme", "path.productId" = "app", "body.license_key" = {{ dictionary = "sdk_license_keys", probability = 0.8 }}, "body.proof" = {{ dictionary = "offline_proofs", probability = 0.8 }} }}
+checks.positive_data_acceptance.expected-statuses = ["2xx", 400, 401, 403, 404, 409, 422, 429, "5xx"]
+
 [[operations]]
 include-operation-id = ["sdkKeyless", "sdkConfig", "tenantKeyset"]
 parameters = {{ "path.tenantId" = "acme", "path.productId" = "app" }}

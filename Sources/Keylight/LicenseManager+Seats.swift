@@ -5,14 +5,19 @@ extension LicenseManager {
     /// The devices using this device's license (protocol 6.3), for a "3 of 3 devices in use"
     /// screen. Needs the server; changes no state.
     public func devices() async throws -> Seats {
-        guard let key = stored.licenseKey else { throw KeylightError.notActivated }
-        return try await devices(key: key)
+        // The stored key was checked when it was activated.
+        guard let text = stored.licenseKey, let key = try? LicenseKey(text) else { throw KeylightError.notActivated }
+        return try await devices(of: key)
     }
 
     /// The devices using the license `key`: what an app shows when activating it hit the cap
     /// (that error's ``KeylightError/seats`` holds the same list).
     public func devices(key text: String) async throws -> Seats {
         guard let key = try? LicenseKey(text), key.hasProductPrefix(configuration.keyPrefix) else { throw KeylightError.invalidKeyFormat }
+        return try await devices(of: key)
+    }
+
+    private func devices(of key: LicenseKey) async throws -> Seats {
         let exchange = await client.instances(key: key.text)
         record(exchange.verification)
         switch exchange.reply {
