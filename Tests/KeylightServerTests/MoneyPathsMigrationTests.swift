@@ -13,7 +13,7 @@ import Testing
         try await db.sql.raw("""
             INSERT INTO stripe_events (id, tenant_id, type, outcome, received_at) VALUES ('evt_old', 'acme', 'checkout.session.completed', 'minted', 5)
             """).run()
-        #expect(try await db.migrate(logger: Harness.logger) == [Migration.moneyPaths.name])
+        #expect(try await db.migrate(logger: Harness.logger) == Migration.all.dropFirst(before.count).map(\.name))
         let row = try #require(try await db.sql.raw("SELECT tenant_id, outcome, attempts, received_at FROM stripe_events WHERE id = 'evt_old'").first())
         #expect(try row.decode(column: "tenant_id", as: String.self) == "acme" && row.decode(column: "outcome", as: String.self) == "minted")
         #expect(try row.decode(column: "attempts", as: Int.self) == 1 && row.decode(column: "received_at", as: Int64.self) == 5)
@@ -22,6 +22,28 @@ import Testing
             INSERT INTO stripe_events (tenant_id, id, type, outcome, attempts, received_at, updated_at) VALUES ('beta', 'evt_old', 't', 'minted', 1, 6, 6)
             """).run()
         #expect(try await db.sql.raw("SELECT COUNT(*) AS n FROM stripe_events WHERE id = 'evt_old'").first(decodingColumn: "n", as: Int.self) == 2)
+        await db.close()
+    }
+
+    /// Migration 0009 on a database with products, key types and instances: the new columns take
+    /// their defaults (portal open, 365-day offline leases, no device key), and nothing else moves.
+    @Test(arguments: StorageBackend.available)
+    func existingCatalogueGetsThePortalOpenAndYearLongOfflineLeases(backend: StorageBackend) async throws {
+        let before = Array(Migration.all.prefix { $0.name != Migration.seatsAndOffline.name })
+        let db = try await backend.open(migrations: before)
+        try await db.sql.raw("INSERT INTO tenants (id, name, created_at) VALUES ('acme', 'Acme', 1)").run()
+        try await db.sql.raw("""
+            INSERT INTO products (tenant_id, id, name, key_prefix, sdk_key_hash, trial_duration_days, free_tier_enabled, created_at, updated_at)
+            VALUES ('acme', 'app', 'App', 'ACME', 'h', 14, \(bind: false), 1, 1)
+            """).run()
+        try await db.sql.raw("""
+            INSERT INTO key_types (tenant_id, product_id, id, display_name, activation_limit, duration_days, fallback_access, lease_ttl_seconds, entitlements, created_at)
+            VALUES ('acme', 'app', 'pro', 'Pro', 3, NULL, \(bind: false), 604800, 'pro', 1)
+            """).run()
+        #expect(try await db.migrate(logger: Harness.logger) == [Migration.seatsAndOffline.name])
+        #expect(try await db.product(tenantId: "acme", id: "app")?.portalEnabled == true)
+        #expect(try await db.keyType(tenantId: "acme", productId: "app", id: "pro")?.offlineLeaseDays == 365)
+        #expect(try await db.product(tenantId: "acme", id: "app")?.trialDurationDays == 14)
         await db.close()
     }
 }
