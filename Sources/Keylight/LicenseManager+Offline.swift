@@ -38,6 +38,9 @@ extension LicenseManager {
               response.isBound(to: try machineHash(), deviceKey: deviceKey.publicKey, keyset: resolver.trustedKeys) else {
             throw KeylightError.offlineFile("This activation was made for another device.")
         }
+        if stored.surrenderedInstances?.contains(response.instanceId) == true {
+            throw KeylightError.offlineFile("This device gave that activation up with a deactivation proof: submit the proof first, then make a new request.")
+        }
         if let current = stored.lease, current.instanceId == response.instanceId, current.issuedAt > response.lease.issuedAt {
             throw KeylightError.offlineFile("A newer activation of this device is already in use.")
         }
@@ -81,6 +84,7 @@ extension LicenseManager {
         }
         stored.clearLicense()
         stored.pendingDeactivationProof = proof
+        stored.surrenderedInstances = Array(((stored.surrenderedInstances ?? []) + [instanceId]).suffix(PersistedState.surrenderLimit))
         lastError = nil
         persist()
         resolve()

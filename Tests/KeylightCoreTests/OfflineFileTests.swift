@@ -42,6 +42,10 @@ import Testing
         // Text around the block (an email) and quoting are ignored; CRLF line ends too.
         let quoted = "Hi, here it is:\r\n\r\n" + text.split(separator: "\n").map { "> " + $0 }.joined(separator: "\r\n") + "\r\nThanks"
         #expect(try OfflineActivationRequest(armored: quoted) == request)
+        // Another armored block first (a signature, a certificate, another Keylight file): skipped.
+        let pgp = "-----BEGIN PGP SIGNATURE-----\nabc\n-----END PGP SIGNATURE-----\n"
+        let proof = try OfflineDeactivationProof.sign(instanceId: "i", issuedAt: 1, with: Self.deviceKey).armored
+        #expect(try OfflineActivationRequest(armored: pgp + proof + text) == request)
     }
 
     @Test func aResponseCarriesTheLeaseAndConfigAndIsBoundToTheRequestingDevice() throws {

@@ -51,6 +51,10 @@ import Testing
         let seats = try #require(offered)
         #expect(Set(seats.devices.map(\.name)) == ["Studio Mac", "MacBook"] && seats.isFull)
         let old = try #require(seats.devices.first { $0.name == "Studio Mac" })
+        // What an app prints or dumps of a device never holds the key it carries.
+        var dumped = ""
+        dump(seats, to: &dumped)
+        #expect(!"\(old)".contains(seed.licenseKey) && !String(reflecting: old).contains(seed.licenseKey) && !dumped.contains(seed.licenseKey))
         try await newMac.deactivate(device: old)
         #expect(newMac.state != .licensed)  // freeing another device changes nothing here
         try await newMac.activate(key: seed.licenseKey)
@@ -118,6 +122,9 @@ import Testing
         let proof = try relaunch.offlineDeactivationProof()
         #expect(relaunch.state != .licensed && relaunch.pendingDeactivationProof == proof)
         #expect(throws: KeylightError.notActivated) { try relaunch.offlineDeactivationProof() }
+        // The old response is never taken back once its seat was given up.
+        #expect(throws: KeylightError.self) { try relaunch.activate(offlineResponse: response, key: seed.licenseKey) }
+        #expect(relaunch.state != .licensed)
         try await helper.submitDeactivationProof(proof, key: seed.licenseKey)
         #expect(try await helper.devices(key: seed.licenseKey).devices.isEmpty)
         await server.stop()

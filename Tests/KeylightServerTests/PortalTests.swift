@@ -136,6 +136,11 @@ import Testing
             #expect(download.headers[.contentDisposition]?.hasPrefix("attachment; filename=\"keylight-activation-") == true)
             let response = try OfflineActivationResponse(armored: download.text)
             #expect(response.isBound(to: "air-gapped-1", deviceKey: device.publicKey, keyset: try await client.keyset()))
+            // The offline device is listed without a "free" button, and freeing it by id is refused.
+            let listed = try await visitor.get()
+            #expect(listed.text.contains("(offline activation)") && !listed.text.contains("/devices/\(response.instanceId)/deactivate"))
+            let byId = try await visitor.post("/devices/\(response.instanceId)/deactivate", [])
+            #expect(byId.status == .unprocessableContent && byId.text.contains("activated offline"))
 
             // A full license: the page again with the reason, 409.
             let full = try await visitor.post("/offline/activate", [("request", SeatsAndOfflineTests.request(machine: "other", device: device))])
@@ -161,6 +166,9 @@ import Testing
         harness.configuration.limits.portalPerLicense = RateLimit(perMinute: 60, burst: 3)
         try await harness.run { client in
             let seed = try await client.seed()
+            // `portal` is the server's own first path segment: no tenant may take it.
+            let reserved = try await client.admin(.post, "/tenants", ["id": "portal", "name": "Portal"])
+            #expect(reserved.status == .badRequest && reserved.text.contains("reserved"))
             #expect(try await client.request(.get, "/portal/acme/nope").status == .notFound)
             #expect(try await client.admin(.patch, "/tenants/acme/products/app", ["portal_enabled": false])["portal_enabled"] as? Bool == false)
             let closed = try await client.request(.get, "/portal/acme/app")
@@ -173,7 +181,7 @@ import Testing
             _ = try await visitor.get()
             for _ in 0..<2 { #expect(try await visitor.post("/offline/activate", [("request", "x")]).status == .badRequest) }  // license 2, 3
             let limited = try await visitor.post("/offline/activate", [("request", "x")])
-            #expect(limited.status == .tooManyRequests && limited.text.contains("Too many requests"))
+            #expect(limited.status == .tooManyRequests && limited.headers[.retryAfter] != nil)
             // The address's own limit (5 forms) is reached too: even a sign-in is refused.
             let address = try await visitor.post("/sign-in", [("license_key", seed.licenseKey)])
             #expect(address.status == .tooManyRequests)

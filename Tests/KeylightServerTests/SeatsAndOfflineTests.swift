@@ -73,8 +73,16 @@ import Testing
             let other = try await client.sdk("offline/activate", ["license_key": seed.licenseKey, "request": Self.request(machine: "other", device: device)], seed: seed)
             #expect(other.status == .conflict && other.code == "ACTIVATION_LIMIT_REACHED" && (other["instances"] as? [Any])?.count == 1)
 
-            // The instance validates online like any other, from its machine.
-            #expect(try await client.sdk("validate", ["license_key": seed.licenseKey, "instance_id": response.instanceId, "machine_hash": "air-gapped-1"], seed: seed).status == .ok)
+            // The instance validates online like any other, from its machine, and keeps leases as long
+            // as its offline one (a week-long lease would end its offline life a week later).
+            let validated = try await client.sdk("validate", ["license_key": seed.licenseKey, "instance_id": response.instanceId, "machine_hash": "air-gapped-1"], seed: seed)
+            #expect(validated.status == .ok && validated.lease?.expiresAt == client.clock.unixSeconds + 365 * 86_400)
+
+            // The key alone does not free an offline device (it keeps its year-long lease and never asks
+            // again): 422 INVALID_PROOF, nothing changes. The developer can.
+            let keyOnly = try await client.sdk("deactivate", ["license_key": seed.licenseKey, "instance_id": response.instanceId], seed: seed)
+            #expect(keyOnly.status == .unprocessableContent && keyOnly.code == "INVALID_PROOF", "\(keyOnly.text)")
+            #expect(try await client.count("SELECT COUNT(*) AS n FROM instances WHERE active") == 1)
 
             // Audit and webhook say how.
             let audit = try await client.database.sql.raw("SELECT actor, details FROM audit_log WHERE action = 'instance.activate'").all()

@@ -1,7 +1,8 @@
 import Foundation
 
-/// A device holding one of a license's activation slots (protocol 6.3).
-public struct Device: Hashable, Sendable, Identifiable {
+/// A device holding one of a license's activation slots (protocol 6.3). Its descriptions and
+/// mirror leave out the license key it carries (apps log what they print).
+public struct Device: Hashable, Sendable, Identifiable, CustomStringConvertible, CustomDebugStringConvertible, CustomReflectable {
     /// The server's instance id.
     public let id: String
     /// The name the device registered under (`Configuration.instanceName`).
@@ -16,6 +17,12 @@ public struct Device: Hashable, Sendable, Identifiable {
     /// The key that owns the slot: freeing it needs the key, and the device list is only ever
     /// obtained with it. Kept out of descriptions.
     let licenseKey: String
+
+    public var description: String { "Device(id: \(id), name: \(name)\(isThisDevice ? ", this device" : ""))" }
+    public var debugDescription: String { description }
+    public var customMirror: Mirror {
+        Mirror(self, children: ["id": id, "name": name, "activatedAt": activatedAt, "lastSeenAt": lastSeenAt, "isOffline": isOffline, "isThisDevice": isThisDevice])
+    }
 
     public init(id: String, name: String, activatedAt: Date, lastSeenAt: Date, isOffline: Bool, isThisDevice: Bool, licenseKey: String) {
         self.id = id

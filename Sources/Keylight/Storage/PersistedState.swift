@@ -35,6 +35,12 @@ struct PersistedState: Codable, Equatable, Sendable {
     var offlineActivation: Bool?
     /// The last deactivation proof made here and not yet submitted from here.
     var pendingDeactivationProof: String?
+    /// Instances this device gave up with a deactivation proof (newest last, at most
+    /// ``surrenderLimit``): a response file for one of them is never imported again, or the proof
+    /// could free the seat while the old response keeps the device licensed.
+    var surrenderedInstances: [String]?
+
+    static let surrenderLimit = 32
 
     /// How a lease or config imported from an offline response was checked: its own signature and
     /// the binding to this device. Every verification mode accepts it (there was no response to sign).

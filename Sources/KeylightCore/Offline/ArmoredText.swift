@@ -33,11 +33,22 @@ public enum ArmoredText {
         let bytes = Array(text.utf8)
         let beginMarker = Array("-----BEGIN ".utf8)
         let dashes = Array("-----".utf8)
-        guard let begin = bytes.firstRange(of: beginMarker) else { throw .missingBegin(label) }
-        guard let labelEnd = bytes[begin.upperBound...].firstRange(of: dashes) else { throw .missingBegin(label) }
-        let found = String(decoding: bytes[begin.upperBound..<labelEnd.lowerBound], as: UTF8.self)
-        guard found == label else {
-            throw found.hasPrefix("KEYLIGHT ") && found.utf8.count <= 40 ? .wrongKind(found: String(found.dropFirst(9)), expected: String(label.dropFirst(9))) : .missingBegin(label)
+        // The first block with this label; another Keylight label seen first is remembered, to name it.
+        var searchFrom = 0
+        var otherKind: String?
+        var found: Range<Int>?
+        while let begin = bytes[searchFrom...].firstRange(of: beginMarker),
+              let labelEnd = bytes[begin.upperBound...].firstRange(of: dashes) {
+            let seen = String(decoding: bytes[begin.upperBound..<labelEnd.lowerBound], as: UTF8.self)
+            if seen == label {
+                found = labelEnd
+                break
+            }
+            if otherKind == nil, seen.hasPrefix("KEYLIGHT "), seen.utf8.count <= 40 { otherKind = String(seen.dropFirst(9)) }
+            searchFrom = labelEnd.upperBound
+        }
+        guard let labelEnd = found else {
+            throw otherKind.map { .wrongKind(found: $0, expected: String(label.dropFirst(9))) } ?? .missingBegin(label)
         }
         let endMarker = Array("-----END \(label)-----".utf8)
         guard let end = bytes[labelEnd.upperBound...].firstRange(of: endMarker) else { throw .missingEnd(label) }

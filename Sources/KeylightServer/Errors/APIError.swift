@@ -42,6 +42,11 @@ public struct APIError: Error, Sendable, Hashable, CustomStringConvertible {
         status: .unprocessableContent, code: "INVALID_PROOF",
         message: "The deactivation proof is not signed by the device this instance was activated on."
     )
+    /// Freeing a device activated offline with the key alone (protocol 6.4: its deactivation proof frees it).
+    public static let offlineDeviceNeedsProof = Self(
+        status: .unprocessableContent, code: "INVALID_PROOF",
+        message: "This device was activated offline: free it with the deactivation proof it shows when it gives the license up."
+    )
     public static func rateLimited(retryAfter: Int) -> Self {
         Self(status: .tooManyRequests, code: "RATE_LIMITED", message: "Too many requests; retry later.", retryAfter: retryAfter)
     }

@@ -52,11 +52,12 @@ struct PortalRoutes: Sendable {
                 let instanceId = try Field.identifier(context.parameters.get("instance"), "instance")
                 switch try await database.deactivate(
                     keyHash: keyHash, licenseId: nil, tenantId: product.tenantId, productId: product.id, instanceId: instanceId,
-                    now: admin.clock.unixSeconds, change: InstanceChange(actor: .customer, how: .portal)
+                    now: admin.clock.unixSeconds, change: InstanceChange(actor: .customer, how: .portal), proof: LicensingService.onlineOnly
                 ) {
                 case .licenseNotFound: throw PortalProblem.keyGone
                 case .instanceNotFound: throw APIError.notFound("Device")
-                case .deactivated, .alreadyInactive, .invalidProof: break
+                case .invalidProof: throw APIError.offlineDeviceNeedsProof
+                case .deactivated, .alreadyInactive: break
                 }
                 return (.redirect(to: path(of: context), type: .normal), session.with(notice: "The device was freed. Its slot can be used by another device now."))
             }
@@ -105,6 +106,7 @@ struct PortalRoutes: Sendable {
         let existing = PortalSession.read(from: request, sealer: admin.sealer, path: path, now: now)
         var session = existing ?? .fresh(now: now)
         var status: HTTPResponse.Status = .ok
+        var retryAfter: Int?
         do {
             var form = PortalForm()
             if isPost {
@@ -129,6 +131,7 @@ struct PortalRoutes: Sendable {
             session.problem = problem.message
         } catch let error as APIError {
             status = error.status
+            retryAfter = error.retryAfter
             session.problem = error.message
             if error.code == "NOT_FOUND", error.message.hasPrefix("License") {
                 (session.licenseId, session.keyHash, session.maskedKey) = (nil, nil, nil)
@@ -145,6 +148,7 @@ struct PortalRoutes: Sendable {
         var response = (try? await page(product, session, problem: problem, status: status))
             ?? renderer.page("portal", PortalView(title: "Error", productName: product.name, base: path, csrf: session.csrf, problem: problem), status: status)
         response.setCookie(try session.cookie(sealer: admin.sealer, path: path, secure: secureCookies))
+        if let retryAfter { response.headers[.retryAfter] = String(retryAfter) }
         return response
     }
 

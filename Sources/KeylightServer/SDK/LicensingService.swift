@@ -146,7 +146,10 @@ final class LicensingService: Sendable {
             metrics.recordValidation("refused")
             throw APIError.instanceInactive
         }
-        let lease = try await lease(for: grant, tenantId: product.tenantId, instanceId: instanceId, now: now)
+        // A device activated offline keeps leases as long as its offline one when it does get online:
+        // a week-long lease would end its offline life a week later.
+        let ttl = grant.instanceDeviceKey == nil ? grant.leaseTtlSeconds : Int64(grant.offlineLeaseDays) * 86_400
+        let lease = try await lease(for: grant, tenantId: product.tenantId, instanceId: instanceId, now: now, ttl: ttl)
         activity.validated(instanceId: instanceId, tenantId: product.tenantId, productId: product.id, at: now)
         metrics.recordValidation(lease.status == .active ? "valid" : lease.status.rawValue)
         return ValidateResponse(valid: lease.status != .expired, licenseExpiresAt: grant.expiresAt, lease: lease, config: try await config(for: product, now: now))
@@ -156,11 +159,14 @@ final class LicensingService: Sendable {
         let key = try Field.licenseKey(body.license_key)
         let instanceId = try Field.identifier(body.instance_id, "instance_id")
         try limitLicense(key)
-        switch try await database.deactivate(keyHash: key.keyHash, licenseId: nil, tenantId: product.tenantId, productId: product.id, instanceId: instanceId, now: clock.unixSeconds, change: .app) {
+        switch try await database.deactivate(
+            keyHash: key.keyHash, licenseId: nil, tenantId: product.tenantId, productId: product.id, instanceId: instanceId,
+            now: clock.unixSeconds, change: .app, proof: Self.onlineOnly
+        ) {
         case .licenseNotFound: throw try await unknownKey(key.keyHash, product: product)
         case .instanceNotFound: throw APIError.notFound("Instance")
         case .deactivated, .alreadyInactive: return DeactivateResponse()
-        case .invalidProof: throw APIError.internalError
+        case .invalidProof: throw APIError.offlineDeviceNeedsProof
         }
     }
 
@@ -206,6 +212,13 @@ final class LicensingService: Sendable {
 
     // MARK: Rules
 
+    /// Whether the key alone may free `instance`: not for one activated offline. That device holds
+    /// a lease of up to `offline_lease_days` and never asks the server again, so freeing its seat
+    /// without its proof (which it makes only after forgetting the license) would let one seat
+    /// license any number of offline machines. The developer can still free it (admin, dashboard).
+    static let onlineOnly: @Sendable (Instance) -> Bool = { $0.deviceKey == nil }
+
+
     /// Why a license may not be used, or nil. Revoked and suspended always refuse; an expired
     /// license refuses activation only when its key type has no fallback access (validation
     /// answers it with an `expired` lease instead).
@@ -244,7 +257,7 @@ final class LicensingService: Sendable {
 /// Path rules for tenant and product ids.
 enum TenantPath {
     /// The server's own first path segments, refused as tenant ids.
-    static let reserved: Set<String> = ["admin", "api", "dashboard", "stripe", "healthz", "metrics", ".well-known"]
+    static let reserved: Set<String> = ["admin", "api", "dashboard", "stripe", "healthz", "metrics", ".well-known", "portal"]
 
     /// `[a-z0-9][a-z0-9_-]{0,62}`.
     static func isValidId(_ id: String) -> Bool {

@@ -16,13 +16,15 @@ struct LicenseGrant: Decodable, Equatable, Sendable {
     var instanceId: String?
     var instanceActive: Bool?
     var instanceMachineHash: String?
+    /// The device key of an instance activated offline.
+    var instanceDeviceKey: String?
 
     var entitlementCodes: [String] { entitlements.split(separator: ",").map(String.init) }
 
     enum CodingKeys: String, CodingKey {
         case licenseId = "license_id", status, expiresAt = "expires_at", keyHash = "key_hash", activationLimit = "activation_limit"
         case fallbackAccess = "fallback_access", leaseTtlSeconds = "lease_ttl_seconds", entitlements, offlineLeaseDays = "offline_lease_days", instanceId = "instance_id"
-        case instanceActive = "instance_active", instanceMachineHash = "instance_machine_hash"
+        case instanceActive = "instance_active", instanceMachineHash = "instance_machine_hash", instanceDeviceKey = "instance_device_key"
     }
 }
 
@@ -73,7 +75,8 @@ extension Database {
     static func grantQuery(keyHash: String, tenantId: String, productId: String, instanceId: String?, lock: SQLQueryString) -> SQLQueryString {
         """
         SELECT l.id AS license_id, l.status, l.expires_at, l.key_hash, k.activation_limit, k.fallback_access, k.lease_ttl_seconds, k.entitlements, k.offline_lease_days,
-               i.id AS instance_id, i.active AS instance_active, i.machine_hash AS instance_machine_hash
+               i.id AS instance_id, i.active AS instance_active, i.machine_hash AS instance_machine_hash,
+               i.device_key AS instance_device_key
         FROM licenses l
         JOIN key_types k ON k.tenant_id = l.tenant_id AND k.product_id = l.product_id AND k.id = l.key_type_id
         LEFT JOIN instances i ON i.id = \(bind: instanceId ?? "") AND i.license_id = l.id
