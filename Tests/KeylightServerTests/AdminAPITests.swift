@@ -164,3 +164,15 @@ import Testing
         }
     }
 }
+
+/// Email checks read code points, as openapi.yaml's pattern does (schemathesis found the gap).
+@Suite(.timeLimit(.minutes(1))) struct EmailFieldTests {
+    @Test func anAtFollowedByAModifierIsStillAnAt() throws {
+        // `@` + U+1F3FB is one Character; the address still has its `@`.
+        #expect(try Field.email("ada@\u{1F3FB}example.com") == "ada@\u{1F3FB}example.com")
+        #expect(try Field.email("e\u{301}@example.com") == "e\u{301}@example.com")
+        #expect(throws: APIError.self) { try Field.email("ada@example") }
+        #expect(throws: APIError.self) { try Field.email("ada@exa\u{2003}mple.com") }
+        #expect(throws: APIError.self) { try Field.email("a@b@c.com") }
+    }
+}
