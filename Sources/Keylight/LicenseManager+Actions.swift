@@ -5,9 +5,12 @@ extension LicenseManager {
     /// Activates `key` on this device. On success the state is decided by the new lease, which
     /// must verify against the trusted keys; any failure leaves the state as it was.
     public func activate(key text: String) async throws {
-        guard let key = try? LicenseKey(text), key.hasProductPrefix(configuration.keyPrefix) else {
-            lastError = .invalidKeyFormat
-            throw KeylightError.invalidKeyFormat
+        let key: LicenseKey
+        do {
+            key = try typedKey(text)
+        } catch {
+            lastError = error
+            throw error
         }
         let machine = try machineHash()
         let freeTierId = state == .freeTier ? stored.keylessInstanceId : nil
@@ -22,26 +25,39 @@ extension LicenseManager {
                 lastError = .untrustedLease
                 throw KeylightError.untrustedLease
             }
-            stored.licenseKey = key.text
-            stored.instanceId = body.instance_id
-            stored.lease = body.lease
-            stored.leaseVerification = exchange.verification.storedName
-            stored.awaitingVerifiedLease = nil
-            stored.rejection = nil
-            stored.lastRefresh = now
-            stored.lastAttempt = now
-            sawServer(serverTime: body.lease.issuedAt)
-            failures = 0
-            lastError = nil
-            persist()
-            resolve()
-            schedule(now: now)
+            adopt(body.lease, instanceId: body.instance_id, key: key, verification: exchange.verification.storedName, now: now)
         case .rejected(var error), .transient(var error, _):
             // A full license: the devices holding its slots, each freeable with this key.
             error.seats = error.seats?.owned(by: key.text, thisInstance: nil)
             lastError = error
             throw error
         }
+    }
+
+    /// The key the customer typed, if it is a key of this product.
+    func typedKey(_ text: String) throws(KeylightError) -> LicenseKey {
+        guard let key = try? LicenseKey(text), key.hasProductPrefix(configuration.keyPrefix) else { throw .invalidKeyFormat }
+        return key
+    }
+
+    /// Makes a verified lease of a new activation (online or from a response file) the license of
+    /// this device, and decides the state from it. `offline`: its seat is given back by a proof.
+    func adopt(_ lease: Lease, instanceId: String, key: LicenseKey, verification: String, offline: Bool = false, now: Int64) {
+        stored.offlineActivation = offline ? true : nil
+        stored.licenseKey = key.text
+        stored.instanceId = instanceId
+        stored.lease = lease
+        stored.leaseVerification = verification
+        stored.awaitingVerifiedLease = nil
+        stored.rejection = nil
+        stored.lastRefresh = now
+        stored.lastAttempt = now
+        sawServer(serverTime: lease.issuedAt)
+        failures = 0
+        lastError = nil
+        persist()
+        resolve()
+        schedule(now: now)
     }
 
     /// Frees this device's slot on the server and forgets the license; the trial (which started

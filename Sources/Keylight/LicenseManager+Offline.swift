@@ -22,7 +22,7 @@ extension LicenseManager {
     }
 
     private func importOfflineResponse(_ text: String, key keyText: String) throws {
-        guard let key = try? LicenseKey(keyText), key.hasProductPrefix(configuration.keyPrefix) else { throw KeylightError.invalidKeyFormat }
+        let key = try typedKey(keyText)
         let response: OfflineActivationResponse
         do {
             response = try OfflineActivationResponse(armored: text)
@@ -44,26 +44,12 @@ extension LicenseManager {
         if let current = stored.lease, current.instanceId == response.instanceId, current.issuedAt > response.lease.issuedAt {
             throw KeylightError.offlineFile("A newer activation of this device is already in use.")
         }
-        stored.licenseKey = key.text
-        stored.instanceId = response.instanceId
-        stored.lease = response.lease
-        // Not a response signature, but the lease's own signature and the binding to this device.
-        stored.leaseVerification = PersistedState.offlineVerification
-        stored.awaitingVerifiedLease = nil
-        stored.rejection = nil
-        stored.offlineActivation = true
         if let config = resolver.freshConfig(response.config, replacing: stored.config, now: now) {
             stored.config = config
             stored.configVerification = PersistedState.offlineVerification
         }
-        stored.lastRefresh = now
-        stored.lastAttempt = now
-        sawServer(serverTime: response.lease.issuedAt)
-        failures = 0
-        lastError = nil
-        persist()
-        resolve()
-        schedule(now: now)
+        // Not a response signature, but the lease's own signature and the binding to this device.
+        adopt(response.lease, instanceId: response.instanceId, key: key, verification: PersistedState.offlineVerification, offline: true, now: now)
     }
 
     /// Gives this device's seat back without the network: signs a deactivation proof with the
@@ -98,7 +84,7 @@ extension LicenseManager {
     /// the license `key` (the same cap as ``activate(key:)``; a full license throws
     /// `ACTIVATION_LIMIT_REACHED` with ``KeylightError/seats``).
     public func offlineActivationResponse(forRequest request: String, key keyText: String) async throws -> String {
-        guard let key = try? LicenseKey(keyText), key.hasProductPrefix(configuration.keyPrefix) else { throw KeylightError.invalidKeyFormat }
+        let key = try typedKey(keyText)
         let exchange = await client.offlineActivate(key: key.text, request: request)
         record(exchange.verification)
         switch exchange.reply {
@@ -112,7 +98,7 @@ extension LicenseManager {
 
     /// Online: submits an offline device's deactivation proof, freeing its seat.
     public func submitDeactivationProof(_ proof: String, key keyText: String) async throws {
-        guard let key = try? LicenseKey(keyText), key.hasProductPrefix(configuration.keyPrefix) else { throw KeylightError.invalidKeyFormat }
+        let key = try typedKey(keyText)
         let exchange = await client.offlineDeactivate(key: key.text, proof: proof)
         record(exchange.verification)
         switch exchange.reply {

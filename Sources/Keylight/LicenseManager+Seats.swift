@@ -13,8 +13,7 @@ extension LicenseManager {
     /// The devices using the license `key`: what an app shows when activating it hit the cap
     /// (that error's ``KeylightError/seats`` holds the same list).
     public func devices(key text: String) async throws -> Seats {
-        guard let key = try? LicenseKey(text), key.hasProductPrefix(configuration.keyPrefix) else { throw KeylightError.invalidKeyFormat }
-        return try await devices(of: key)
+        try await devices(of: try typedKey(text))
     }
 
     private func devices(of key: LicenseKey) async throws -> Seats {

@@ -63,6 +63,17 @@ import Testing
         let submitted = try await client("helper", ["submit-proof", "--proof", proof, key])
         #expect(submitted.status == 0 && submitted.stdout.contains("\"deactivated\":true"), "\(submitted.stderr)")
         #expect((try json(try await client("helper", ["devices", "--key", key]))["devices"] as? [Any])?.isEmpty == true)
+
+        // A product whose prefix is not 4 characters (protocol 6.1 allows 2-8): the commands take
+        // the prefix from the key itself.
+        let short = try await server.request(.POST, "/admin/v1/tenants/acme/products", headers: auth, json: #"{"id":"ab","name":"AB","key_prefix":"AB"}"#, using: http)
+        let shortSDKKey = try #require(short.body["sdk_key"] as? String)
+        _ = try await server.request(.POST, "/admin/v1/tenants/acme/products/ab/key-types", headers: auth, json: #"{"id":"pro","display_name":"Pro","activation_limit":1,"fallback_access":false,"entitlements":[]}"#, using: http)
+        let shortLicense = try await server.request(.POST, "/admin/v1/tenants/acme/products/ab/licenses", headers: auth, json: #"{"key_type_id":"pro"}"#, using: http)
+        let shortKey = try #require(shortLicense.body["license_key"] as? String)
+        let shortActivation = try await CLI.run(["client", "--server", "http://127.0.0.1:\(server.port)", "--tenant", "acme", "--product", "ab", "--sdk-key", shortSDKKey,
+                                                  "--keys", keysPath.path, "--store", directory.appendingPathComponent("short").path, "activate", shortKey])
+        #expect(shortActivation.status == 0 && shortActivation.stdout.contains("\"licensed\""), "\(shortActivation.stderr)")
         _ = await server.terminate()
     }
 }

@@ -10,7 +10,7 @@ extension ClientCommand {
         )
         @ParentCommand var client: ClientCommand
         @Option(help: "The license key (default: this machine's license).") var key: String?
-        var keyPrefix: String { key.map { String(LicenseKey.normalize($0).prefix(4)) } ?? "" }
+        var keyPrefix: String { ClientCommand.prefix(of: key) }
         var printsStatus: Bool { false }
 
         func perform(_ manager: LicenseManager) async throws {
@@ -49,11 +49,11 @@ extension ClientCommand {
         @Option(help: "The request file (- for standard input).") var request: String
         @Argument(help: "The license key.") var key: String
         @Option(help: "Write the response here instead of standard output.") var out: String?
-        var keyPrefix: String { String(LicenseKey.normalize(key).prefix(4)) }
+        var keyPrefix: String { ClientCommand.prefix(of: key) }
         var printsStatus: Bool { false }
 
         func perform(_ manager: LicenseManager) async throws {
-            let text = String(decoding: try reportingInputFailures { try readInput(request) }, as: UTF8.self)
+            let text = try ClientCommand.readText(request)
             try emit(try await manager.offlineActivationResponse(forRequest: text, key: key), to: out)
         }
     }
@@ -66,10 +66,10 @@ extension ClientCommand {
         @ParentCommand var client: ClientCommand
         @Option(help: "The response file (- for standard input).") var response: String
         @Argument(help: "The license key the response was made for.") var key: String
-        var keyPrefix: String { String(LicenseKey.normalize(key).prefix(4)) }
+        var keyPrefix: String { ClientCommand.prefix(of: key) }
 
         func perform(_ manager: LicenseManager) async throws {
-            let text = String(decoding: try reportingInputFailures { try readInput(response) }, as: UTF8.self)
+            let text = try ClientCommand.readText(response)
             try manager.activate(offlineResponse: text, key: key)
         }
     }
@@ -96,11 +96,11 @@ extension ClientCommand {
         @ParentCommand var client: ClientCommand
         @Option(help: "The proof file (- for standard input).") var proof: String
         @Argument(help: "The license key.") var key: String
-        var keyPrefix: String { String(LicenseKey.normalize(key).prefix(4)) }
+        var keyPrefix: String { ClientCommand.prefix(of: key) }
         var printsStatus: Bool { false }
 
         func perform(_ manager: LicenseManager) async throws {
-            let text = String(decoding: try reportingInputFailures { try readInput(proof) }, as: UTF8.self)
+            let text = try ClientCommand.readText(proof)
             try await manager.submitDeactivationProof(text, key: key)
             Standard.line("{\"deactivated\":true}")
         }

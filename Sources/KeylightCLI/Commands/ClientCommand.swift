@@ -14,6 +14,17 @@ struct ClientCommand: AsyncParsableCommand {
         ]
     )
 
+    /// The product prefix of the key given on the command line (2-8 characters, protocol 6.1),
+    /// which the manager is configured to accept; "" without a key.
+    static func prefix(of key: String?) -> String {
+        key.flatMap { try? LicenseKey($0) }?.prefix ?? ""
+    }
+
+    /// The text of a file argument (`-` for standard input).
+    static func readText(_ path: String) throws -> String {
+        String(decoding: try reportingInputFailures { try readInput(path) }, as: UTF8.self)
+    }
+
     /// Given before the subcommand: `keylight client --server … activate KEY`.
     @OptionGroup var options: Options
 
@@ -63,7 +74,7 @@ struct ClientCommand: AsyncParsableCommand {
         static let configuration = CommandConfiguration(abstract: "Activate a license key on this machine.")
         @ParentCommand var client: ClientCommand
         @Argument(help: "The license key.") var key: String
-        var keyPrefix: String { String(LicenseKey.normalize(key).prefix(4)) }
+        var keyPrefix: String { ClientCommand.prefix(of: key) }
 
         func perform(_ manager: LicenseManager) async throws {
             try await manager.activate(key: key)
@@ -95,7 +106,7 @@ struct ClientCommand: AsyncParsableCommand {
         var instance: String?
         @Option(help: "The license key whose device to free (default: this machine's license).")
         var key: String?
-        var keyPrefix: String { key.map { String(LicenseKey.normalize($0).prefix(4)) } ?? "" }
+        var keyPrefix: String { ClientCommand.prefix(of: key) }
 
         func perform(_ manager: LicenseManager) async throws {
             guard let instance else {

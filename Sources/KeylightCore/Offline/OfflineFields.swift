@@ -35,8 +35,8 @@ enum OfflineFields {
         return value
     }
 
-    /// An id as the protocol's ids are: 1-64 of `A-Z a-z 0-9 - _ .` (instance ids), or the
-    /// tenant/product form when `path` is set.
+    /// An id as the protocol's instance ids are: 1-64 of `A-Z a-z 0-9 - _ .` (tenant and product
+    /// ids, narrower, are matched against the route's by the server).
     static func identifier(_ value: String, _ name: String) throws(OfflineFileError) -> String {
         let allowed = value.utf8.allSatisfy { byte in
             (UInt8(ascii: "a")...UInt8(ascii: "z")).contains(byte) || (UInt8(ascii: "A")...UInt8(ascii: "Z")).contains(byte)

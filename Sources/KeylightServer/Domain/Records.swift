@@ -131,6 +131,12 @@ public struct Instance: Codable, Sendable, Hashable {
     /// proofs must be signed by the matching private key. nil for online activations.
     public var deviceKey: String? = nil
 
+    /// Activated from an offline request file (freed by its deactivation proof).
+    public var isOffline: Bool { deviceKey != nil }
+
+    /// The last validation the server has written, else the activation.
+    public var lastSeenAt: Int64 { max(lastValidatedAt ?? activatedAt, activatedAt) }
+
     /// Column names: rows decode without a key strategy, which would re-derive snake case on every access.
     enum CodingKeys: String, CodingKey {
         case id, licenseId = "license_id", name, machineHash = "machine_hash", active, activatedAt = "activated_at", lastValidatedAt = "last_validated_at", deactivatedAt = "deactivated_at"

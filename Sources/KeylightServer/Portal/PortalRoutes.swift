@@ -42,7 +42,7 @@ struct PortalRoutes: Sendable {
         portal.post("/sign-out") { request, context in
             try await answer(request, context) { _, _, session in
                 var session = session
-                (session.licenseId, session.keyHash, session.maskedKey) = (nil, nil, nil)
+                session.forgetLicense()
                 return (.redirect(to: path(of: context), type: .normal), session)
             }
         }
@@ -69,10 +69,7 @@ struct PortalRoutes: Sendable {
                 let response = try await licensing.offlineResponse(
                     keyHash: keyHash, requestText: text, product: product, change: InstanceChange(actor: .offline, how: .offlineRequest)
                 )
-                var headers = DashboardRenderer.securityHeaders
-                headers[.contentType] = "text/plain; charset=utf-8"
-                headers[.contentDisposition] = "attachment; filename=\"keylight-activation-\(response.instanceId.prefix(8)).txt\""
-                return (Response(status: .ok, headers: headers, body: .init(byteBuffer: ByteBuffer(string: response.armored))), session)
+                return (renderer.download(response), session)
             }
         }
         portal.post("/offline/deactivate") { request, context in
@@ -126,7 +123,7 @@ struct PortalRoutes: Sendable {
             return answered
         } catch let problem as PortalProblem {
             status = problem.status
-            if problem == .keyGone { (session.licenseId, session.keyHash, session.maskedKey) = (nil, nil, nil) }
+            if problem == .keyGone { session.forgetLicense() }
             if problem == .expiredForm { session = .fresh(now: now) }
             session.problem = problem.message
         } catch let error as APIError {
@@ -134,7 +131,7 @@ struct PortalRoutes: Sendable {
             retryAfter = error.retryAfter
             session.problem = error.message
             if error.code == "NOT_FOUND", error.message.hasPrefix("License") {
-                (session.licenseId, session.keyHash, session.maskedKey) = (nil, nil, nil)
+                session.forgetLicense()
                 session.problem = PortalProblem.keyGone.message
             }
         } catch {
@@ -165,7 +162,7 @@ struct PortalRoutes: Sendable {
                 expires: grant.expiresAt.map { DashboardFormat.time($0) } ?? "never", inUse: instances.count, limit: grant.activationLimit,
                 devices: instances.map {
                     .init(id: $0.id, name: $0.name, activated: DashboardFormat.time($0.activatedAt),
-                          lastSeen: DashboardFormat.time(max($0.lastValidatedAt ?? $0.activatedAt, $0.activatedAt)), offline: $0.deviceKey != nil)
+                          lastSeen: DashboardFormat.time($0.lastSeenAt), offline: $0.isOffline)
                 }
             )
         }

@@ -29,6 +29,11 @@ struct PortalSession: Codable, Sendable, Equatable {
 
     var hasLicense: Bool { licenseId != nil && keyHash != nil }
 
+    /// "Use another key", or the key stopped working.
+    mutating func forgetLicense() {
+        (licenseId, keyHash, maskedKey) = (nil, nil, nil)
+    }
+
     /// The session in `request`'s cookie, if it opens and is current.
     static func read(from request: Request, sealer: SecretSealer, path: String, now: Int64) -> PortalSession? {
         guard let value = request.cookies[cookieName]?.value, value.utf8.count <= 4_096,

@@ -216,7 +216,7 @@ final class LicensingService: Sendable {
     /// a lease of up to `offline_lease_days` and never asks the server again, so freeing its seat
     /// without its proof (which it makes only after forgetting the license) would let one seat
     /// license any number of offline machines. The developer can still free it (admin, dashboard).
-    static let onlineOnly: @Sendable (Instance) -> Bool = { $0.deviceKey == nil }
+    static let onlineOnly: @Sendable (Instance) -> Bool = { !$0.isOffline }
 
 
     /// Why a license may not be used, or nil. Revoked and suspended always refuse; an expired

@@ -122,7 +122,7 @@ struct SeatsResponse: Encodable, Sendable {
     init(activationLimit: Int, instances: [Instance]) {
         activation_limit = activationLimit
         self.instances = instances.map {
-            Seat(instance_id: $0.id, instance_name: $0.name, activated_at: $0.activatedAt, last_seen_at: max($0.lastValidatedAt ?? $0.activatedAt, $0.activatedAt), offline: $0.deviceKey != nil)
+            Seat(instance_id: $0.id, instance_name: $0.name, activated_at: $0.activatedAt, last_seen_at: $0.lastSeenAt, offline: $0.isOffline)
         }
     }
 

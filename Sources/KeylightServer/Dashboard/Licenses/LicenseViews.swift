@@ -86,6 +86,6 @@ struct InstanceRow: Sendable {
         activated = DashboardFormat.time(instance.activatedAt)
         lastSeen = DashboardFormat.time(instance.lastValidatedAt)
         deactivated = instance.deactivatedAt.map(DashboardFormat.time)
-        offline = instance.deviceKey != nil
+        offline = instance.isOffline
     }
 }

@@ -75,10 +75,7 @@ struct LicensesController: Sendable {
                 keyHash: license.keyHash, requestText: try Field.offlineFile(text, "request"), product: product,
                 change: InstanceChange(actor: try context.requireUser().actor, how: .offlineRequest)
             )
-            var headers = DashboardRenderer.securityHeaders
-            headers[.contentType] = "text/plain; charset=utf-8"
-            headers[.contentDisposition] = "attachment; filename=\"keylight-activation-\(response.instanceId.prefix(8)).txt\""
-            return Response(status: .ok, headers: headers, body: .init(byteBuffer: ByteBuffer(string: response.armored)))
+            return pages.renderer.download(response)
         }
         license.post("/instances/:instance/deactivate") { _, context -> Response in
             let (tenantId, productId) = ProductsController.ids(context)

@@ -1,6 +1,7 @@
 import Foundation
 import HTTPTypes
 import Hummingbird
+import KeylightCore
 import Mustache
 import NIOCore
 
@@ -42,6 +43,14 @@ struct DashboardRenderer: Sendable {
         var headers = Self.securityHeaders
         headers[.contentType] = "text/html; charset=utf-8"
         return Response(status: status, headers: headers, body: .init(byteBuffer: ByteBuffer(string: html)))
+    }
+
+    /// An offline activation response as a file download (the portal and the license page).
+    func download(_ response: OfflineActivationResponse) -> Response {
+        var headers = Self.securityHeaders
+        headers[.contentType] = "text/plain; charset=utf-8"
+        headers[.contentDisposition] = "attachment; filename=\"keylight-activation-\(response.instanceId.prefix(8)).txt\""
+        return Response(status: .ok, headers: headers, body: .init(byteBuffer: ByteBuffer(string: response.armored)))
     }
 
     func asset(_ buffer: ByteBuffer, contentType: String) -> Response {
