@@ -115,7 +115,8 @@ struct Client: Sendable {
     /// Tenant `acme`, product `app` (prefix ACME, 14-day trial, free tier on), a key type and one license.
     func seed(
         limit: Int = 3, fallback: Bool = false, durationDays: Int? = nil, ttl: Int64? = nil,
-        entitlements: [String] = ["pro", "sync"], expiresAt: Int64? = nil, email: String = "buyer@example.com"
+        entitlements: [String] = ["pro", "sync"], expiresAt: Int64? = nil, email: String = "buyer@example.com",
+        keyTypeFields: [String: Any] = [:]
     ) async throws -> Seed {
         if try await database.tenant(id: "acme") == nil {
             let tenant = try await admin(.post, "/tenants", ["id": "acme", "name": "Acme"])
@@ -137,6 +138,7 @@ struct Client: Sendable {
             "fallback_access": fallback, "entitlements": entitlements,
         ]
         if let ttl { keyType["lease_ttl_seconds"] = ttl }
+        keyType.merge(keyTypeFields) { $1 }
         let createdKeyType = try await admin(.post, "/tenants/acme/products/app/key-types", keyType)
         #expect(createdKeyType.status == .created, "\(createdKeyType.text)")
         var licenseBody: [String: Any] = ["key_type_id": keyTypeId, "customer_email": email]

@@ -35,6 +35,14 @@ struct CreateKeyTypeRequest: Decodable {
     var stripe_mode: String?
     /// Lifetime of offline leases (protocol 6.4), 1-3650 days; default 365.
     var offline_lease_days: Int?
+    /// Seats held only while the device validates (default false).
+    var floating: Bool?
+    /// 10-86400 seconds, default 600: how long a silent floating device keeps its seat.
+    var heartbeat_seconds: Int?
+    /// 0-1 in steps of 0.01: activations allowed past the limit (0.25 = 25 %).
+    var overage: Double?
+    /// Days of updates a purchase covers; null = every build.
+    var updates_days: Int?
 }
 
 struct CreateLicenseRequest: Decodable {
@@ -43,6 +51,8 @@ struct CreateLicenseRequest: Decodable {
     var license_key: String?
     var customer_email: String?
     var expires_at: Int64?
+    /// Overrides the key type's `updates_days` (an imported purchase keeps its own date).
+    var updates_until: Int64?
 }
 
 /// `PUT /admin/v1/tenants/{t}/stripe`. A field that is absent or blank keeps what is stored
@@ -103,7 +113,20 @@ extension Field {
                 throw .invalidRequest("Entitlement codes must be 1-64 characters of a-z 0-9 _ - . :")
             }
         }
+        if values.contains(where: { $0.hasPrefix(UpdatesEntitlement.prefix) }) {
+            throw .invalidRequest("Entitlement codes starting with \(UpdatesEntitlement.prefix) are reserved: set updates_days on the key type.")
+        }
         return Array(Set(values)).sorted()
+    }
+
+    /// `overage` as whole percent: a number from 0 to 1 in steps of 0.01 (0.25 = 25 %). Finer
+    /// steps are refused rather than rounded, so the cap is what the developer wrote.
+    static func overagePercent(_ value: Double?) throws(APIError) -> Int {
+        guard let value else { return 0 }
+        guard value.isFinite, (0...1).contains(value) else { throw .invalidRequest("Field overage must be between 0 and 1.") }
+        let percent = (value * 100).rounded()
+        guard abs(value * 100 - percent) < 1e-6 else { throw .invalidRequest("Field overage must be a multiple of 0.01.") }
+        return Int(percent)
     }
 
     static func integer<T: BinaryInteger>(_ value: T?, _ name: String, in range: ClosedRange<T>) throws(APIError) -> T {

@@ -56,6 +56,10 @@ struct KeyTypeBody: Encodable {
     @ExplicitNull var stripe_price_id: String?
     @ExplicitNull var stripe_mode: String?
     var offline_lease_days: Int
+    var floating: Bool
+    var heartbeat_seconds: Int
+    var overage: Double
+    @ExplicitNull var updates_days: Int?
 
     init(_ keyType: KeyType) {
         id = keyType.id
@@ -69,6 +73,10 @@ struct KeyTypeBody: Encodable {
         stripe_price_id = keyType.stripePriceId
         stripe_mode = keyType.stripeMode
         offline_lease_days = keyType.offlineLeaseDays
+        floating = keyType.floating
+        heartbeat_seconds = keyType.heartbeatSeconds
+        overage = Double(keyType.overagePercent) / 100
+        updates_days = keyType.updatesDays
     }
 }
 
@@ -79,6 +87,8 @@ struct InstanceBody: Encodable {
     var activated_at: Int64
     @ExplicitNull var last_validated_at: Int64?
     @ExplicitNull var deactivated_at: Int64?
+    /// A floating seat's deadline (null for seats that do not float).
+    @ExplicitNull var seat_expires_at: Int64?
 
     init(_ instance: Instance) {
         instance_id = instance.id
@@ -87,6 +97,7 @@ struct InstanceBody: Encodable {
         activated_at = instance.activatedAt
         last_validated_at = instance.lastValidatedAt
         deactivated_at = instance.deactivatedAt
+        seat_expires_at = instance.seatExpiresAt
     }
 }
 
@@ -99,7 +110,7 @@ struct LicenseBody: Encodable {
     var instances: [Instance]?
 
     enum CodingKeys: String, CodingKey {
-        case id, product_id, key_type_id, license_key, masked_key, status, expired, expires_at, customer_email, active_instances, created_at, instances
+        case id, product_id, key_type_id, license_key, masked_key, status, expired, expires_at, customer_email, active_instances, created_at, updates_until, instances
     }
 
     func encode(to encoder: any Encoder) throws {
@@ -115,6 +126,7 @@ struct LicenseBody: Encodable {
         try c.encode(license.customerEmail, forKey: .customer_email)
         try c.encode(license.activeInstances, forKey: .active_instances)
         try c.encode(license.createdAt, forKey: .created_at)
+        try c.encode(license.updatesUntil, forKey: .updates_until)
         if let instances { try c.encode(instances.map(InstanceBody.init), forKey: .instances) }
     }
 }

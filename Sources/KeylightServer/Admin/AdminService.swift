@@ -94,12 +94,16 @@ final class AdminService: Sendable {
         let ttl = try Field.integer(body.lease_ttl_seconds ?? Self.defaultLeaseTTL, "lease_ttl_seconds", in: 60...(366 * 86_400))
         let entitlements = try Field.entitlements(body.entitlements)
         let offlineDays = try Field.integer(body.offline_lease_days ?? KeyType.defaultOfflineLeaseDays, "offline_lease_days", in: 1...3_650)
+        let heartbeat = try Field.integer(body.heartbeat_seconds ?? KeyType.defaultHeartbeatSeconds, "heartbeat_seconds", in: KeyType.heartbeatRange)
+        let overage = try Field.overagePercent(body.overage)
+        if let days = body.updates_days { _ = try Field.integer(days, "updates_days", in: 1...36_500) }
         let keyType = KeyType(
             tenantId: tenantId, productId: productId, id: id, displayName: displayName, activationLimit: limit,
             durationDays: body.duration_days, fallbackAccess: fallback, leaseTtlSeconds: ttl,
             entitlements: entitlements.joined(separator: ","), createdAt: clock.unixSeconds,
             stripePriceId: try Field.stripePrice(body.stripe_price_id), stripeMode: try body.stripe_mode.map(Field.stripeMode),
-            offlineLeaseDays: offlineDays
+            offlineLeaseDays: offlineDays, floating: body.floating ?? false, heartbeatSeconds: heartbeat, overagePercent: overage,
+            updatesDays: body.updates_days
         )
         guard try await database.insertKeyType(keyType, actor: actor) else { throw APIError.conflict("Key type \(id) already exists.") }
         return keyType
@@ -118,6 +122,9 @@ final class AdminService: Sendable {
         let now = clock.unixSeconds
         let expiresAt = body.expires_at ?? keyType.durationDays.map { now + Int64($0) * 86_400 }
         if let expiresAt, expiresAt < 0 || expiresAt > 253_402_300_799 { throw APIError.invalidRequest("Field expires_at is out of range.") }
+        // An imported license keeps the updates its customer bought elsewhere; a new one gets its key type's.
+        let updatesUntil = body.updates_until ?? keyType.updatesDays.map { now + Int64($0) * 86_400 }
+        if let updatesUntil, updatesUntil < 0 || updatesUntil > 253_402_300_799 { throw APIError.invalidRequest("Field updates_until is out of range.") }
         let key: LicenseKey
         if let imported = body.license_key {
             // A key from the hosted service (protocol 6.1), kept as it is so shipped apps keep working.
@@ -132,7 +139,7 @@ final class AdminService: Sendable {
         let license = License(
             id: UUID().uuidString.lowercased(), tenantId: tenantId, productId: productId, keyTypeId: keyTypeId,
             keyHash: key.keyHash, maskedKey: key.masked, status: .active, expiresAt: expiresAt, customerEmail: email,
-            activeInstances: 0, createdAt: now, updatedAt: now
+            activeInstances: 0, createdAt: now, updatedAt: now, updatesUntil: updatesUntil
         )
         do {
             try await database.insertLicense(license, key: key.text, actor: actor)

@@ -148,6 +148,7 @@ func assemble(
             PeriodicService.flushing(activity, to: database, every: configuration.activityFlushInterval, unwritten: unwritten, logger: logger),
             webhooks,
             AtShutdown { await hasher.shutdown() },
+            PeriodicService.sweepingSeats(of: database, every: configuration.seatSweepInterval, clock: clock, metrics: metrics, logger: logger),
             PeriodicService(interval: .seconds(600), tick: {
                 _ = try? await sessions.purgeExpired()
                 _ = try? await database.pruneKeyless(seenBefore: clock.unixSeconds - configuration.keylessRetentionDays * 86_400)

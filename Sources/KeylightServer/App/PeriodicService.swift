@@ -1,3 +1,4 @@
+import KeylightCore
 import Logging
 import ServiceLifecycle
 
@@ -18,5 +19,27 @@ struct PeriodicService: Service {
             await tick()
         }
         await finish()
+    }
+}
+
+extension PeriodicService {
+    /// Frees floating seats whose devices went silent: one indexed query per tick finds them,
+    /// however many seats there are. A tick that frees a full batch goes again at once.
+    static func sweepingSeats(of database: Database, every interval: Duration, clock: any WallClock, metrics: ServerMetrics, logger: Logger) -> PeriodicService {
+        PeriodicService(interval: interval, tick: {
+            let batch = 200
+            for _ in 0..<50 {
+                do {
+                    let freed = try await database.expireFloatingSeats(now: clock.unixSeconds, batch: batch)
+                    metrics.recordFloatingSeats("expired", count: freed)
+                    if freed > 0 { logger.debug("freed floating seats", metadata: ["seats": .stringConvertible(freed)]) }
+                    if freed < batch { return }
+                } catch {
+                    metrics.recordFloatingSeats("sweep_failed")
+                    logger.debug("could not sweep floating seats", metadata: ["error": "\(error)"])
+                    return
+                }
+            }
+        })
     }
 }

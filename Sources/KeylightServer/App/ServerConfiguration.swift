@@ -56,6 +56,9 @@ public struct ServerConfiguration: Sendable {
     public var trustedProxies: TrustedProxies = .none
     /// How often each process re-reads signing keys (another process may have rotated them).
     public var keyRefreshInterval: Duration = .seconds(10)
+    /// How often dead floating seats are looked for (activations and validations of a license also
+    /// free its dead seats at once, so this bounds only how late counts and `instance.expired` are).
+    public var seatSweepInterval: Duration = .seconds(5)
     /// How often buffered validation times are written.
     public var activityFlushInterval: Duration = .seconds(1)
     public var clock: any WallClock = SystemWallClock()

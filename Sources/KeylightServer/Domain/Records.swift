@@ -53,8 +53,19 @@ public struct KeyType: Codable, Sendable, Hashable {
     public var stripeMode: String? = nil
     /// Lifetime of a lease made by offline activation (never past the license's expiry).
     public var offlineLeaseDays: Int = KeyType.defaultOfflineLeaseDays
+    /// Seats are held only while their device keeps validating (floating, concurrent-use licenses).
+    public var floating: Bool = false
+    /// How long a floating seat outlives its device's last validation; also its leases' lifetime.
+    public var heartbeatSeconds: Int = KeyType.defaultHeartbeatSeconds
+    /// How far past `activationLimit` activations may go, in whole percent (0-100): see ``SeatCap``.
+    public var overagePercent: Int = 0
+    /// Days of updates a purchase covers (nil = every build, forever): see ``License/updatesUntil``.
+    public var updatesDays: Int? = nil
 
     public static let defaultOfflineLeaseDays = 365
+    public static let defaultHeartbeatSeconds = 600
+    /// Shorter heartbeats would turn every app into a load test; a day is the longest a floating seat waits.
+    public static let heartbeatRange = 10...86_400
 
     public var entitlementCodes: [String] {
         entitlements.split(separator: ",").map(String.init)
@@ -64,6 +75,7 @@ public struct KeyType: Codable, Sendable, Hashable {
     enum CodingKeys: String, CodingKey {
         case tenantId = "tenant_id", productId = "product_id", id, displayName = "display_name", activationLimit = "activation_limit", durationDays = "duration_days", fallbackAccess = "fallback_access", leaseTtlSeconds = "lease_ttl_seconds", entitlements, createdAt = "created_at"
         case stripePriceId = "stripe_price_id", stripeMode = "stripe_mode", offlineLeaseDays = "offline_lease_days"
+        case floating, heartbeatSeconds = "heartbeat_seconds", overagePercent = "overage_percent", updatesDays = "updates_days"
     }
 }
 
@@ -87,11 +99,16 @@ public struct License: Codable, Sendable, Hashable {
     public var activeInstances: Int
     public var createdAt: Int64
     public var updatedAt: Int64
+    /// Builds released up to this time are covered for good; newer ones run in the limited
+    /// state. Fixed when the license is minted (purchase + the key type's `updates_days`); nil = no bound.
+    public var updatesUntil: Int64?
 
     public init(
         id: String, tenantId: String, productId: String, keyTypeId: String, keyHash: String, maskedKey: String,
-        status: LicenseStatus, expiresAt: Int64?, customerEmail: String?, activeInstances: Int, createdAt: Int64, updatedAt: Int64
+        status: LicenseStatus, expiresAt: Int64?, customerEmail: String?, activeInstances: Int, createdAt: Int64, updatedAt: Int64,
+        updatesUntil: Int64? = nil
     ) {
+        self.updatesUntil = updatesUntil
         self.id = id
         self.tenantId = tenantId
         self.productId = productId
@@ -114,6 +131,7 @@ public struct License: Codable, Sendable, Hashable {
     /// Column names: rows decode without a key strategy, which would re-derive snake case on every access.
     enum CodingKeys: String, CodingKey {
         case id, tenantId = "tenant_id", productId = "product_id", keyTypeId = "key_type_id", keyHash = "key_hash", maskedKey = "masked_key", status, expiresAt = "expires_at", customerEmail = "customer_email", activeInstances = "active_instances", createdAt = "created_at", updatedAt = "updated_at"
+        case updatesUntil = "updates_until"
     }
 }
 
@@ -130,6 +148,9 @@ public struct Instance: Codable, Sendable, Hashable {
     /// Base64 Ed25519 public key of a device activated offline (protocol 6.4): its deactivation
     /// proofs must be signed by the matching private key. nil for online activations.
     public var deviceKey: String? = nil
+    /// A floating seat's deadline: the seat is freed by the sweep once this passes without a
+    /// validation. nil for seats that do not float, and once the instance is inactive.
+    public var seatExpiresAt: Int64? = nil
 
     /// Activated from an offline request file (freed by its deactivation proof).
     public var isOffline: Bool { deviceKey != nil }
@@ -140,7 +161,17 @@ public struct Instance: Codable, Sendable, Hashable {
     /// Column names: rows decode without a key strategy, which would re-derive snake case on every access.
     enum CodingKeys: String, CodingKey {
         case id, licenseId = "license_id", name, machineHash = "machine_hash", active, activatedAt = "activated_at", lastValidatedAt = "last_validated_at", deactivatedAt = "deactivated_at"
-        case deviceKey = "device_key"
+        case deviceKey = "device_key", seatExpiresAt = "seat_expires_at"
+    }
+}
+
+/// How many seats a license may hold: its key type's limit plus the allowed overage, rounded
+/// down (a limit of 5 with 25 % overage holds 6). Integer arithmetic on bounded inputs (limit at
+/// most 100,000, overage at most 100 %), so it cannot overflow.
+enum SeatCap {
+    static func of(limit: Int, overagePercent: Int) -> Int {
+        let percent = min(max(overagePercent, 0), 100)
+        return limit + limit * percent / 100
     }
 }
 

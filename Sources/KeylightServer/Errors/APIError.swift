@@ -43,6 +43,11 @@ public struct APIError: Error, Sendable, Hashable, CustomStringConvertible {
         message: "The deactivation proof is not signed by the device this instance was activated on."
     )
     /// Freeing a device activated offline with the key alone (protocol 6.4: its deactivation proof frees it).
+    /// A floating license's seat is held by validating, which a device without a network cannot do.
+    public static let offlineNotAllowed = Self(
+        status: .unprocessableContent, code: "OFFLINE_NOT_ALLOWED",
+        message: "This license's seats float: they are held only while the app is online, so it cannot be activated offline."
+    )
     public static let offlineDeviceNeedsProof = Self(
         status: .unprocessableContent, code: "INVALID_PROOF",
         message: "This device was activated offline: free it with the deactivation proof it shows when it gives the license up."

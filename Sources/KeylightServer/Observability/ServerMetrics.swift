@@ -68,6 +68,13 @@ public struct ServerMetrics: Sendable {
         counter("validations", help: "Validations by result.", result: result).increment()
     }
 
+    /// `keylight_floating_seats_total{result}`: `expired` (freed by the sweep), `sweep_failed`
+    /// (a sweep that could not reach the database; the next one retries).
+    func recordFloatingSeats(_ result: String, count: Int = 1) {
+        guard count > 0 else { return }
+        counter("floating_seats", help: "Floating seats freed by the sweep, and sweeps that failed.", result: result).increment(by: Int64(count))
+    }
+
     /// The Prometheus text exposition.
     func render() -> [UInt8] {
         var bytes: [UInt8] = []

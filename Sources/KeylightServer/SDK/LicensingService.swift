@@ -73,7 +73,10 @@ final class LicensingService: Sendable {
             keyHash: key.keyHash, product: product, name: name, machineHash: machineHash, existingId: existingId,
             freeTierId: freeTierId, deviceKey: nil, change: .app, now: now
         )
-        return ActivateResponse(instanceId: instanceId, licenseExpiresAt: grant.expiresAt, lease: try await lease(for: grant, tenantId: product.tenantId, instanceId: instanceId, now: now))
+        return ActivateResponse(
+            instanceId: instanceId, licenseExpiresAt: grant.expiresAt,
+            lease: try await lease(for: grant, tenantId: product.tenantId, instanceId: instanceId, now: now), seat: SeatReport(grant)
+        )
     }
 
     /// Takes a slot (or finds the machine's own) under the cap, for the app, an offline request
@@ -92,7 +95,7 @@ final class LicensingService: Sendable {
                     keyHash: keyHash, tenantId: product.tenantId, productId: product.id,
                     newInstanceId: UUID().uuidString.lowercased(), name: name, machineHash: machineHash,
                     existingInstanceId: existingId, freeTierInstanceId: freeTierId, now: now, deviceKey: deviceKey, change: change,
-                    refuse: { grant in Self.refusal(grant, now: now, activating: true) != nil }
+                    refuse: { grant in Self.refusal(grant, now: now, activating: true, offline: deviceKey != nil) != nil }
                 )
             } catch where StorageError.isUniqueViolation(error) && attempt == 1 {
                 // The same machine activated concurrently and won the race: the retry finds its instance.
@@ -104,7 +107,7 @@ final class LicensingService: Sendable {
                 throw try await unknownKey(keyHash, product: product)
             case .refused(let grant):
                 metrics.recordActivation("refused")
-                throw Self.refusal(grant, now: now, activating: true) ?? .internalError
+                throw Self.refusal(grant, now: now, activating: true, offline: deviceKey != nil) ?? .internalError
             case .limitReached:
                 metrics.recordActivation("limit_reached")
                 var error = APIError.activationLimitReached
@@ -130,7 +133,7 @@ final class LicensingService: Sendable {
         let machineHash = try Field.optional(body.machine_hash, "machine_hash", max: 128)
         try limitLicense(key)
         let now = clock.unixSeconds
-        guard let grant = try await database.grant(keyHash: key.keyHash, tenantId: product.tenantId, productId: product.id, instanceId: instanceId) else {
+        guard var grant = try await database.grant(keyHash: key.keyHash, tenantId: product.tenantId, productId: product.id, instanceId: instanceId) else {
             metrics.recordValidation("not_found")
             throw try await unknownKey(key.keyHash, product: product)
         }
@@ -146,13 +149,27 @@ final class LicensingService: Sendable {
             metrics.recordValidation("refused")
             throw APIError.instanceInactive
         }
+        if grant.floating {
+            // The heartbeat is written before the lease is signed: a lease is never issued for a
+            // seat the sweep has already given to someone else.
+            guard let inUse = try await database.holdSeat(
+                licenseId: grant.licenseId, tenantId: product.tenantId, instanceId: instanceId, heartbeat: grant.heartbeatSeconds, now: now
+            ) else {
+                metrics.recordValidation("refused")
+                throw APIError.instanceInactive
+            }
+            grant.activeInstances = inUse
+        }
         // A device activated offline keeps leases as long as its offline one when it does get online:
         // a week-long lease would end its offline life a week later.
-        let ttl = grant.instanceDeviceKey == nil ? grant.leaseTtlSeconds : Int64(grant.offlineLeaseDays) * 86_400
+        let ttl = grant.instanceDeviceKey == nil ? grant.onlineLeaseTTL : Int64(grant.offlineLeaseDays) * 86_400
         let lease = try await lease(for: grant, tenantId: product.tenantId, instanceId: instanceId, now: now, ttl: ttl)
         activity.validated(instanceId: instanceId, tenantId: product.tenantId, productId: product.id, at: now)
         metrics.recordValidation(lease.status == .active ? "valid" : lease.status.rawValue)
-        return ValidateResponse(valid: lease.status != .expired, licenseExpiresAt: grant.expiresAt, lease: lease, config: try await config(for: product, now: now))
+        return ValidateResponse(
+            valid: lease.status != .expired, licenseExpiresAt: grant.expiresAt, lease: lease,
+            config: try await config(for: product, now: now), seat: SeatReport(grant)
+        )
     }
 
     func deactivate(_ body: DeactivateRequest, product: Product) async throws -> DeactivateResponse {
@@ -222,10 +239,13 @@ final class LicensingService: Sendable {
     /// Why a license may not be used, or nil. Revoked and suspended always refuse; an expired
     /// license refuses activation only when its key type has no fallback access (validation
     /// answers it with an `expired` lease instead).
-    static func refusal(_ grant: LicenseGrant, now: Int64, activating: Bool) -> APIError? {
+    static func refusal(_ grant: LicenseGrant, now: Int64, activating: Bool, offline: Bool = false) -> APIError? {
         switch grant.status {
         case .revoked: return .licenseRevoked
         case .suspended: return .licenseSuspended
+        case .active where offline && grant.floating:
+            // A floating seat is held by validating; a device that never calls cannot hold one.
+            return .offlineNotAllowed
         case .active:
             let expired = grant.expiresAt.map { $0 <= now } ?? false
             return activating && expired && !grant.fallbackAccess ? .licenseExpired : nil
@@ -237,7 +257,7 @@ final class LicensingService: Sendable {
     /// without entitlements.
     func lease(for grant: LicenseGrant, tenantId: String, instanceId: String, now: Int64, ttl: Int64? = nil) async throws -> Lease {
         let key = try await signingKey(tenantId: tenantId)
-        return try Self.lease(for: grant, instanceId: instanceId, now: now, ttl: ttl ?? grant.leaseTtlSeconds, key: key)
+        return try Self.lease(for: grant, instanceId: instanceId, now: now, ttl: ttl ?? grant.onlineLeaseTTL, key: key)
     }
 
     /// ``lease(for:tenantId:instanceId:now:ttl:)`` with the key given (an offline response signs

@@ -42,12 +42,34 @@ extension JSONWriter {
     }
 }
 
+/// What activate and validate add for seats that float or may go over their limit (additions to
+/// protocol section 2; absent otherwise, so other answers stay exactly as they were):
+/// `heartbeat_seconds` (floating: validate again within it or lose the seat) and `over_limit`
+/// (more seats are in use than the license's limit, which its overage allows).
+struct SeatReport: Sendable {
+    var heartbeatSeconds: Int?
+    var overLimit: Bool
+
+    /// nil for a license whose seats neither float nor allow overage.
+    init?(_ grant: LicenseGrant) {
+        guard grant.floating || grant.overagePercent > 0 else { return nil }
+        heartbeatSeconds = grant.floating ? grant.heartbeatSeconds : nil
+        overLimit = grant.overLimit
+    }
+
+    func write(to writer: inout JSONWriter) {
+        if let heartbeatSeconds { writer.key("heartbeat_seconds"); writer.integer(Int64(heartbeatSeconds)) }
+        writer.key("over_limit"); writer.bool(overLimit)
+    }
+}
+
 /// `{"activated":true,"instance_id","license_expires_at","lease"}`; `license_expires_at` is
 /// `null` for lifetime licenses, and always written.
 struct ActivateResponse: SDKResponse {
     var instanceId: String
     var licenseExpiresAt: Int64?
     var lease: Lease
+    var seat: SeatReport?
 
     func write(to writer: inout JSONWriter) {
         writer.beginObject()
@@ -55,6 +77,7 @@ struct ActivateResponse: SDKResponse {
         writer.key("instance_id"); writer.string(instanceId)
         writer.key("license_expires_at"); writer.integer(licenseExpiresAt)
         writer.key("lease"); writer.lease(lease)
+        seat?.write(to: &writer)
         writer.endObject()
     }
 }
@@ -64,6 +87,7 @@ struct ValidateResponse: SDKResponse {
     var licenseExpiresAt: Int64?
     var lease: Lease
     var config: SignedProductConfig
+    var seat: SeatReport?
 
     func write(to writer: inout JSONWriter) {
         writer.beginObject()
@@ -71,6 +95,7 @@ struct ValidateResponse: SDKResponse {
         writer.key("license_expires_at"); writer.integer(licenseExpiresAt)
         writer.key("lease"); writer.lease(lease)
         writer.key("config"); writer.config(config)
+        seat?.write(to: &writer)
         writer.endObject()
     }
 }

@@ -1,3 +1,4 @@
+import KeylightCore
 import SQLKit
 
 /// What the hot SDK paths need to know about a license, read in one query.
@@ -18,13 +19,35 @@ struct LicenseGrant: Decodable, Equatable, Sendable {
     var instanceMachineHash: String?
     /// The device key of an instance activated offline.
     var instanceDeviceKey: String?
+    /// Seats held only while validating, for `heartbeatSeconds` after each validation.
+    var floating: Bool
+    var heartbeatSeconds: Int
+    var overagePercent: Int
+    /// Seats in use as read (kept current by the transactions that change them).
+    var activeInstances: Int
+    /// The newest build release date the purchase covers, signed into active leases.
+    var updatesUntil: Int64?
 
-    var entitlementCodes: [String] { entitlements.split(separator: ",").map(String.init) }
+    /// The key type's entitlements, plus the signed updates bound when the license has one.
+    var entitlementCodes: [String] {
+        var codes = entitlements.split(separator: ",").map(String.init)
+        if let updatesUntil { codes.append(UpdatesEntitlement.code(until: updatesUntil)) }
+        return codes
+    }
+
+    /// Seats the license may hold: the limit plus the overage.
+    var seatCap: Int { SeatCap.of(limit: activationLimit, overagePercent: overagePercent) }
+    /// More seats in use than the limit (possible only with overage).
+    var overLimit: Bool { activeInstances > activationLimit }
+    /// An online lease's lifetime: a floating seat's lease lasts one heartbeat, so an app that
+    /// stops validating stops being licensed about when its seat is freed.
+    var onlineLeaseTTL: Int64 { floating ? Int64(heartbeatSeconds) : leaseTtlSeconds }
 
     enum CodingKeys: String, CodingKey {
         case licenseId = "license_id", status, expiresAt = "expires_at", keyHash = "key_hash", activationLimit = "activation_limit"
         case fallbackAccess = "fallback_access", leaseTtlSeconds = "lease_ttl_seconds", entitlements, offlineLeaseDays = "offline_lease_days", instanceId = "instance_id"
         case instanceActive = "instance_active", instanceMachineHash = "instance_machine_hash", instanceDeviceKey = "instance_device_key"
+        case floating, heartbeatSeconds = "heartbeat_seconds", overagePercent = "overage_percent", activeInstances = "active_instances", updatesUntil = "updates_until"
     }
 }
 
@@ -75,6 +98,7 @@ extension Database {
     static func grantQuery(keyHash: String, tenantId: String, productId: String, instanceId: String?, lock: SQLQueryString) -> SQLQueryString {
         """
         SELECT l.id AS license_id, l.status, l.expires_at, l.key_hash, k.activation_limit, k.fallback_access, k.lease_ttl_seconds, k.entitlements, k.offline_lease_days,
+               k.floating, k.heartbeat_seconds, k.overage_percent, l.active_instances, l.updates_until,
                i.id AS instance_id, i.active AS instance_active, i.machine_hash AS instance_machine_hash,
                i.device_key AS instance_device_key
         FROM licenses l
@@ -106,12 +130,21 @@ extension Database {
         let lock = lockRows(of: "l")
         let outbox = self.outbox
         return try await write { db in
-            guard let grant = try await db.raw(Self.grantQuery(keyHash: keyHash, tenantId: tenantId, productId: productId, instanceId: existingInstanceId, lock: lock))
+            guard var grant = try await db.raw(Self.grantQuery(keyHash: keyHash, tenantId: tenantId, productId: productId, instanceId: existingInstanceId, lock: lock))
                 .first(decoding: LicenseGrant.self) else {
                 return .licenseNotFound
             }
             if refuse(grant) { return .refused(grant) }
+            // Dead floating seats are freed before anything counts them: under the license's lock,
+            // so the seat a silent device held goes to this activation at once, not at the next sweep.
+            let seatDeadline: Int64? = grant.floating ? now + Int64(grant.heartbeatSeconds) : nil
+            if grant.floating {
+                let freed = try await Self.expireSeats(db, licenseId: grant.licenseId, tenantId: tenantId, now: now, outbox: outbox)
+                if let license = freed.license { grant.activeInstances = license.activeInstances }
+                if let id = grant.instanceId, freed.instanceIds.contains(id) { grant.instanceActive = false }
+            }
             if let id = grant.instanceId, grant.instanceActive == true {
+                if let seatDeadline { try await Self.renewSeat(db, instanceId: id, until: seatDeadline, now: now) }
                 return .existing(instanceId: id, grant: grant)
             }
             if let machineHash, let id = try await db.raw("""
@@ -121,21 +154,23 @@ extension Database {
                     // The machine asks offline now: its proofs will be signed by the key of this request.
                     try await db.raw("UPDATE instances SET device_key = \(bind: deviceKey) WHERE id = \(bind: id)").run()
                 }
+                if let seatDeadline { try await Self.renewSeat(db, instanceId: id, until: seatDeadline, now: now) }
                 return .existing(instanceId: id, grant: grant)
             }
             let reserved = try await db.raw("""
                 UPDATE licenses SET active_instances = active_instances + 1, updated_at = \(bind: now)
-                WHERE id = \(bind: grant.licenseId) AND active_instances < \(bind: grant.activationLimit)
+                WHERE id = \(bind: grant.licenseId) AND active_instances < \(bind: grant.seatCap)
                 RETURNING \(Self.licenseColumns)
                 """).first(decoding: License.self)
             guard let reserved else {
                 try await Self.noteLimitReached(db, grant: grant, tenantId: tenantId, name: name, now: now, outbox: outbox)
                 return .limitReached
             }
+            grant.activeInstances = reserved.activeInstances
             try await db.raw("""
                 INSERT INTO instances (\(Self.instanceColumns)) VALUES (
                     \(bind: newInstanceId), \(bind: grant.licenseId), \(bind: name), \(bind: machineHash), \(bind: true),
-                    \(bind: now), \(bind: now), \(bind: Int64?.none), \(bind: deviceKey))
+                    \(bind: now), \(bind: now), \(bind: Int64?.none), \(bind: deviceKey), \(bind: seatDeadline))
                 """).run()
             if change.how != .app {
                 try await Self.audit(db, at: now, actor: change.actor, action: "instance.activate", tenantId: tenantId, target: grant.licenseId, details: [
@@ -196,7 +231,7 @@ extension Database {
             if let proof, !proof(instance) { return .invalidProof }
             guard instance.active else { return .alreadyInactive }
             try await db.raw("""
-                UPDATE instances SET active = \(bind: false), deactivated_at = \(bind: now) WHERE id = \(bind: instanceId)
+                UPDATE instances SET active = \(bind: false), deactivated_at = \(bind: now), seat_expires_at = \(bind: Int64?.none) WHERE id = \(bind: instanceId)
                 """).run()
             let updated = try await db.raw("""
                 UPDATE licenses SET active_instances = active_instances - 1, updated_at = \(bind: now) WHERE id = \(bind: license)

@@ -87,7 +87,7 @@ extension Database {
 
     // MARK: Key types
 
-    static let keyTypeColumns: SQLQueryString = "tenant_id, product_id, id, display_name, activation_limit, duration_days, fallback_access, lease_ttl_seconds, entitlements, created_at, stripe_price_id, stripe_mode, offline_lease_days"
+    static let keyTypeColumns: SQLQueryString = "tenant_id, product_id, id, display_name, activation_limit, duration_days, fallback_access, lease_ttl_seconds, entitlements, created_at, stripe_price_id, stripe_mode, offline_lease_days, floating, heartbeat_seconds, overage_percent, updates_days"
 
     /// Inserts a key type; false when the id is taken within its product.
     func insertKeyType(_ keyType: KeyType, actor: AuditActor) async throws -> Bool {
@@ -97,7 +97,8 @@ extension Database {
                     \(bind: keyType.tenantId), \(bind: keyType.productId), \(bind: keyType.id), \(bind: keyType.displayName),
                     \(bind: keyType.activationLimit), \(bind: keyType.durationDays), \(bind: keyType.fallbackAccess),
                     \(bind: keyType.leaseTtlSeconds), \(bind: keyType.entitlements), \(bind: keyType.createdAt),
-                    \(bind: keyType.stripePriceId), \(bind: keyType.stripeMode), \(bind: keyType.offlineLeaseDays))
+                    \(bind: keyType.stripePriceId), \(bind: keyType.stripeMode), \(bind: keyType.offlineLeaseDays),
+                    \(bind: keyType.floating), \(bind: keyType.heartbeatSeconds), \(bind: keyType.overagePercent), \(bind: keyType.updatesDays))
                 ON CONFLICT DO NOTHING RETURNING id
                 """).first()
             guard inserted != nil else { return false }
@@ -105,7 +106,9 @@ extension Database {
                 "activation_limit": "\(keyType.activationLimit)", "duration_days": keyType.durationDays.map(String.init) ?? "lifetime",
                 "fallback_access": "\(keyType.fallbackAccess)", "lease_ttl_seconds": "\(keyType.leaseTtlSeconds)",
                 "entitlements": keyType.entitlements, "stripe_price_id": keyType.stripePriceId ?? "none",
-                "offline_lease_days": "\(keyType.offlineLeaseDays)",
+                "offline_lease_days": "\(keyType.offlineLeaseDays)", "floating": "\(keyType.floating)",
+                "heartbeat_seconds": "\(keyType.heartbeatSeconds)", "overage_percent": "\(keyType.overagePercent)",
+                "updates_days": keyType.updatesDays.map(String.init) ?? "unbounded",
             ])
             return true
         }

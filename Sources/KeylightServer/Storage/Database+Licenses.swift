@@ -1,17 +1,18 @@
 import SQLKit
 
 extension Database {
-    static let licenseColumns: SQLQueryString = "id, tenant_id, product_id, key_type_id, key_hash, masked_key, status, expires_at, customer_email, active_instances, created_at, updated_at"
+    static let licenseColumns: SQLQueryString = "id, tenant_id, product_id, key_type_id, key_hash, masked_key, status, expires_at, customer_email, active_instances, created_at, updated_at, updates_until"
     /// A license's values in ``licenseColumns`` order, bound, for an `INSERT`.
     static func licenseValues(_ license: License) -> SQLQueryString {
         """
         \(bind: license.id), \(bind: license.tenantId), \(bind: license.productId), \(bind: license.keyTypeId), \
         \(bind: license.keyHash), \(bind: license.maskedKey), \(bind: license.status.rawValue), \(bind: license.expiresAt), \
-        \(bind: license.customerEmail), \(bind: license.activeInstances), \(bind: license.createdAt), \(bind: license.updatedAt)
+        \(bind: license.customerEmail), \(bind: license.activeInstances), \(bind: license.createdAt), \(bind: license.updatedAt), \
+        \(bind: license.updatesUntil)
         """
     }
 
-    static let instanceColumns: SQLQueryString = "id, license_id, name, machine_hash, active, activated_at, last_validated_at, deactivated_at, device_key"
+    static let instanceColumns: SQLQueryString = "id, license_id, name, machine_hash, active, activated_at, last_validated_at, deactivated_at, device_key, seat_expires_at"
 
     /// Inserts a minted license; `key` (the raw key) goes only into the `license.created` webhook.
     func insertLicense(_ license: License, key: String, actor: AuditActor) async throws {
@@ -22,7 +23,7 @@ extension Database {
                 """).run()
             try await Self.audit(db, at: license.createdAt, actor: actor, action: "license.create", tenantId: license.tenantId, target: license.id, details: [
                 "product_id": license.productId, "key_type_id": license.keyTypeId, "masked_key": license.maskedKey,
-                "expires_at": license.expiresAt.map(String.init) ?? "lifetime",
+                "expires_at": license.expiresAt.map(String.init) ?? "lifetime", "updates_until": license.updatesUntil.map(String.init) ?? "unbounded",
             ])
             try await outbox.enqueue(WebhookEvent(type: .licenseCreated, tenantId: license.tenantId, at: license.createdAt, data: .init(license: license, licenseKey: key, source: actor.name)), on: db)
         }

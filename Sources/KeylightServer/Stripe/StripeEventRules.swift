@@ -74,7 +74,8 @@ struct StripeEventRules {
             id: licenseId, tenantId: tenantId, productId: productId, keyTypeId: keyTypeId,
             keyHash: newKey.keyHash, maskedKey: newKey.masked, status: .active,
             expiresAt: Self.firstExpiry(durationDays: keyType.durationDays, now: now, subscription: state),
-            customerEmail: email, activeInstances: 0, createdAt: now, updatedAt: now
+            customerEmail: email, activeInstances: 0, createdAt: now, updatedAt: now,
+            updatesUntil: keyType.updatesDays.map { now + Int64($0) * 86_400 }
         )
         try await ledger.insertLicense(license, key: newKey, customer: object.customer, paymentIntent: object.paymentIntent, subscription: object.subscription, details: [
             "source": "stripe", "checkout_session": sessionId, "product_id": productId, "key_type_id": keyTypeId, "masked_key": newKey.masked,

@@ -15,6 +15,9 @@ public enum WebhookEventType: String, CaseIterable, Sendable, Codable {
     case activationLimitReached = "license.activation_limit_reached"
     case instanceActivated = "instance.activated"
     case instanceDeactivated = "instance.deactivated"
+    /// A floating seat was freed because its device stopped validating for longer than its key
+    /// type's `heartbeat_seconds` (the app crashed, slept, or lost the network).
+    case instanceExpired = "instance.expired"
 }
 
 /// One event, as delivered: `{"id","type","created_at","tenant_id","data":{…}}`.
