@@ -29,6 +29,14 @@ public struct Configuration: Sendable {
     /// Signed responses: `.informational` by default (verified and reported, nothing enforced).
     public var verificationMode: VerificationMode
     public var refreshPolicy: RefreshPolicy
+    /// When this build was released. A license whose updates ended before it (an "updates until"
+    /// license, whose date is signed into its lease) runs this build in the `.limited` state; earlier
+    /// builds keep working for good. Defaults to the bundle's `KeylightReleaseDate` (see
+    /// ``bundleReleaseDate(_:)``); nil applies no bound. Set it at build time, not from the clock.
+    public var appReleaseDate: Date?
+    /// What the `.limited` state grants (a lapsed license with fallback access, a build newer than
+    /// the license's updates, a floating license without a seat): none by default.
+    public var fallbackEntitlements: [String]
     public var clock: any WallClock
     public var store: any SecureStore
     public var transport: any Transport
@@ -46,6 +54,8 @@ public struct Configuration: Sendable {
         instanceName: String = ProcessInfo.processInfo.hostName,
         verificationMode: VerificationMode = .informational,
         refreshPolicy: RefreshPolicy = RefreshPolicy(),
+        appReleaseDate: Date? = Configuration.bundleReleaseDate(),
+        fallbackEntitlements: [String] = [],
         clock: any WallClock = SystemWallClock(),
         store: (any SecureStore)? = nil,
         transport: (any Transport)? = nil
@@ -62,9 +72,24 @@ public struct Configuration: Sendable {
         self.instanceName = instanceName
         self.verificationMode = verificationMode
         self.refreshPolicy = refreshPolicy
+        self.appReleaseDate = appReleaseDate
+        self.fallbackEntitlements = fallbackEntitlements
         self.clock = clock
         self.store = store ?? Self.defaultStore(tenantId: tenantId, productId: productId)
         self.transport = transport ?? URLSessionTransport(baseURL: serverURL)
+    }
+
+    /// The release date the bundle declares under `KeylightReleaseDate` in its Info.plist: a
+    /// `Date`, or text as `2026-11-22` (UTC midnight) or ISO 8601 with a time. nil when absent or unreadable.
+    public static func bundleReleaseDate(_ bundle: Bundle = .main) -> Date? {
+        releaseDate(from: bundle.object(forInfoDictionaryKey: "KeylightReleaseDate"))
+    }
+
+    static func releaseDate(from value: Any?) -> Date? {
+        if let date = value as? Date { return date }
+        guard let text = (value as? String)?.trimmingCharacters(in: .whitespaces), !text.isEmpty, text.utf8.count <= 64 else { return nil }
+        if let date = try? Date(text, strategy: .iso8601) { return date }
+        return try? Date(text + "T00:00:00Z", strategy: .iso8601)
     }
 
     /// The Keychain on Apple platforms; an encrypted file store elsewhere.

@@ -19,13 +19,12 @@ extension LicenseManager {
         let now = configuration.clock.unixSeconds
         switch exchange.reply {
         case .success(let body):
-            let verification = body.lease.verify(with: resolver.trustedKeys, now: now)
-            guard verification.isTrusted, !verification.expired, body.lease.instanceId == body.instance_id,
-                  body.lease.licenseKeyHash == key.keyHash else {
+            guard isAcceptable(body.lease, instanceId: body.instance_id, key: key, now: now) else {
                 lastError = .untrustedLease
                 throw KeylightError.untrustedLease
             }
-            adopt(body.lease, instanceId: body.instance_id, key: key, verification: exchange.verification.storedName, now: now)
+            adopt(body.lease, instanceId: body.instance_id, key: key, verification: exchange.verification.storedName,
+                  heartbeat: body.heartbeat_seconds, overLimit: body.over_limit, now: now)
         case .rejected(var error), .transient(var error, _):
             // A full license: the devices holding its slots, each freeable with this key.
             error.seats = error.seats?.owned(by: key.text, thisInstance: nil)
@@ -40,10 +39,23 @@ extension LicenseManager {
         return key
     }
 
+    /// A new activation's lease is usable: signed by a trusted key, current, for this instance and key.
+    func isAcceptable(_ lease: Lease, instanceId: String, key: LicenseKey, now: Int64) -> Bool {
+        let verification = lease.verify(with: resolver.trustedKeys, now: now)
+        return verification.isTrusted && !verification.expired && lease.instanceId == instanceId && lease.licenseKeyHash == key.keyHash
+    }
+
     /// Makes a verified lease of a new activation (online or from a response file) the license of
     /// this device, and decides the state from it. `offline`: its seat is given back by a proof.
-    func adopt(_ lease: Lease, instanceId: String, key: LicenseKey, verification: String, offline: Bool = false, now: Int64) {
+    /// `heartbeat`: the seat floats and must be renewed within it.
+    func adopt(
+        _ lease: Lease, instanceId: String, key: LicenseKey, verification: String, offline: Bool = false,
+        heartbeat: Int? = nil, overLimit: Bool? = nil, now: Int64
+    ) {
         stored.offlineActivation = offline ? true : nil
+        stored.floatingHeartbeat = heartbeat.map(Self.clampedHeartbeat)
+        stored.leaseReceivedAt = now
+        isOverLimit = overLimit ?? false
         stored.licenseKey = key.text
         stored.instanceId = instanceId
         stored.lease = lease

@@ -9,7 +9,12 @@ extension LicenseManager {
     public func refreshIfNeeded(force: Bool = false) async {
         let policy = configuration.refreshPolicy
         let now = configuration.clock.unixSeconds
-        guard force || policy.isDue(lastRefresh: stored.lastRefresh, lastAttempt: stored.lastAttempt, leaseExpiresAt: stored.lease?.expiresAt, now: now) else {
+        let due = if let heartbeat = floatingHeartbeat {
+            policy.isHeartbeatDue(lastRefresh: stored.lastRefresh, lastAttempt: stored.lastAttempt, heartbeat: heartbeat, holdsSeat: holdsSeat, now: now)
+        } else {
+            policy.isDue(lastRefresh: stored.lastRefresh, lastAttempt: stored.lastAttempt, leaseExpiresAt: stored.lease?.expiresAt, now: now)
+        }
+        guard force || due else {
             schedule(now: now)
             return
         }
@@ -18,6 +23,8 @@ extension LicenseManager {
         if let key = stored.licenseKey, let instanceId = stored.instanceId, stored.rejection == nil || recheckRefusal {
             recheckRefusal = false
             outcome = await refreshLicense(key: key, instanceId: instanceId, now: now)
+        } else if let key = stored.licenseKey, floatingHeartbeat != nil, stored.rejection == nil {
+            outcome = await takeSeat(key: key, now: now)
         } else if stored.licenseKey == nil {
             outcome = await refreshKeyless(now: now)
         } else {
@@ -28,8 +35,14 @@ extension LicenseManager {
         if let outcome {
             lastError = outcome.error
             failures += 1
-            // Backoff, but never more often than the debounce: a failing server is not hammered.
-            let delay = max(policy.backoff(attempt: failures, retryAfter: outcome.retryAfter, using: &random), Double(policy.debounce))
+            // Backoff, but never more often than the debounce: a failing server is not hammered
+            // (a floating seat retries within its heartbeat instead, or the server frees it).
+            let backoff = policy.backoff(attempt: failures, retryAfter: outcome.retryAfter, using: &random)
+            let delay = if let heartbeat = floatingHeartbeat {
+                policy.heartbeatRetryDelay(backoff: backoff, retryAfter: outcome.retryAfter, heartbeat: heartbeat)
+            } else {
+                max(backoff, Double(policy.debounce))
+            }
             scheduleRetry(after: delay, now: now)
         } else {
             failures = 0
@@ -65,9 +78,16 @@ extension LicenseManager {
                 stored.configVerification = exchange.verification.storedName
             }
             stored.lastRefresh = now
+            stored.floatingHeartbeat = body.heartbeat_seconds.map(Self.clampedHeartbeat)
+            stored.leaseReceivedAt = now
+            isOverLimit = body.over_limit ?? false
             sawServer(serverTime: body.lease.issuedAt)
             lastError = nil
             return nil
+        case .rejected(let error) where error.code == "INSTANCE_INACTIVE" && floatingHeartbeat != nil:
+            // A floating seat that lapsed (the app slept, or was offline past its heartbeat) is
+            // not a verdict on the license: take a seat again if one is free.
+            return await takeSeat(key: key, now: now)
         case .rejected(let error):
             stored.rejection = error.code
             stored.lastRefresh = now
@@ -125,9 +145,13 @@ extension LicenseManager {
         return nil
     }
 
-    /// Schedules the next routine refresh (before the lease ends, or when data goes stale).
+    /// Schedules the next routine refresh (before the lease ends, or when data goes stale; a
+    /// floating seat at its heartbeat interval).
     func schedule(now: Int64) {
-        let at = configuration.refreshPolicy.nextRefresh(lastRefresh: stored.lastRefresh, leaseExpiresAt: stored.lease?.expiresAt, now: now)
+        var at = configuration.refreshPolicy.nextRefresh(lastRefresh: stored.lastRefresh, leaseExpiresAt: stored.lease?.expiresAt, now: now)
+        if let heartbeat = floatingHeartbeat, stored.rejection == nil {
+            at = max(now + 1, (stored.lastRefresh ?? now) + RefreshPolicy.heartbeatInterval(heartbeat))
+        }
         scheduleRetry(after: Double(at - now), now: now)
     }
 

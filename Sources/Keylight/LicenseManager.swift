@@ -16,12 +16,16 @@ public struct LicenseUpdate: Hashable, Sendable {
 public final class LicenseManager {
     /// The current state. Starts `.expired` (nothing granted) until ``checkOnLaunch()``.
     public private(set) var state: LicenseState = .expired
-    /// Entitlement codes of the current license (empty unless `.licensed`).
+    /// Entitlement codes granted now: the license's when `.licensed`, ``Configuration/fallbackEntitlements``
+    /// when `.limited`, else none. Never the signed `updates-until:` code (see ``updatesEntitledUntil``).
     public private(set) var entitlements: [String] = []
     /// Why the state is what it is, in words.
     public private(set) var reason = "not checked yet"
     /// The last error from the server or storage (state changes only on server decisions).
     public internal(set) var lastError: KeylightError?
+    /// The server's last word on seats: more are in use than the license's limit (its overage
+    /// allows it). For a gentle "buy more seats" message, never for refusing access.
+    public internal(set) var isOverLimit = false
     /// When the manager will next refresh on its own.
     public internal(set) var nextRefreshAt: Date?
     /// How the last response's signature checked out (see ``VerificationMode``).
@@ -51,7 +55,9 @@ public final class LicenseManager {
         )
         self.resolver = LicenseResolver(
             tenantId: configuration.tenantId, productId: configuration.productId,
-            trustedKeys: Keyset(configuration.trustedKeys), trialDaysSeed: configuration.trialDaysSeed
+            trustedKeys: Keyset(configuration.trustedKeys), trialDaysSeed: configuration.trialDaysSeed,
+            appReleaseDate: configuration.appReleaseDate.map { Int64($0.timeIntervalSince1970.rounded(.down)) },
+            fallbackEntitlements: configuration.fallbackEntitlements
         )
     }
 
@@ -71,11 +77,11 @@ public final class LicenseManager {
         }
     }
 
-    /// Whether `code` is granted: by the license's entitlements, or by a running trial (which
-    /// lets users try everything).
+    /// Whether `code` is granted: by the license's entitlements, by a running trial (which
+    /// lets users try everything), or in the `.limited` state by ``Configuration/fallbackEntitlements``.
     public func hasEntitlement(_ code: String) -> Bool {
         switch state {
-        case .licensed: entitlements.contains(code)
+        case .licensed, .limited: entitlements.contains(code)
         case .trial: true
         default: false
         }

@@ -5,10 +5,13 @@ import KeylightCore
 ///
 /// 1. the clock reads more than an hour before the server's time at the last verified contact → `invalid`
 /// 2. a license the server explicitly refused → `invalid`
-/// 3. a license with a verified, current lease → by the lease: `active` → `licensed`,
-///    `fallback` → `limited`, `expired` → `expired` (the server's word beats local expiry)
+/// 3. a license with a verified, current lease → by the lease: `active` → `licensed`, or
+///    `limited` when this build was released after the updates the lease's signed
+///    `updates-until:` date covers; `fallback` → `limited`, `expired` → `expired` (the server's
+///    word beats local expiry)
 /// 4. a license whose lease is missing, untrusted or for another key/instance → `invalid`;
-///    whose lease ran out while offline → `expired`
+///    whose lease ran out while offline → `expired`. A floating license without a live seat
+///    (given back at quit, or not renewed within its heartbeat) → `limited` until it gets one again.
 /// 5. no license: the trial (length from the verified config, else the seed) → `trial(daysLeft)`
 /// 6. trial over and a verified config with the free tier on → `freeTier`
 /// 7. otherwise → `expired` (a free tier is never granted without a signed config)
@@ -17,6 +20,10 @@ struct LicenseResolver: Sendable {
     var productId: String
     var trustedKeys: Keyset
     var trialDaysSeed: Int
+    /// This build's release date (Unix seconds), for "updates until" licenses; nil = no bound.
+    var appReleaseDate: Int64? = nil
+    /// What `limited` grants.
+    var fallbackEntitlements: [String] = []
 
     struct Resolution: Equatable, Sendable {
         var state: LicenseState
@@ -44,6 +51,9 @@ struct LicenseResolver: Sendable {
             if stored.lease == nil, stored.awaitingVerifiedLease == true {
                 return Resolution(state: .expired, entitlements: [], reason: "waiting for a verified response from the server")
             }
+            if stored.floatingHeartbeat != nil, stored.instanceId == nil || stored.lease == nil {
+                return limited("floating license: no seat held; one is taken when the server is reached")
+            }
             guard let lease = stored.lease, stored.instanceId == lease.instanceId,
                   LicenseKey.hash(normalizing: key) == lease.licenseKeyHash else {
                 return Resolution(state: .invalid, entitlements: [], reason: "no lease for this license")
@@ -52,12 +62,20 @@ struct LicenseResolver: Sendable {
             guard verification.isTrusted else {
                 return Resolution(state: .invalid, entitlements: [], reason: verification.kidKnown ? "lease signature invalid" : "lease signed by an unknown key")
             }
+            if stored.floatingHeartbeat != nil, lease.status != .expired,
+               verification.expired || Self.floatingSeatLapsed(lease, receivedAt: stored.leaseReceivedAt, now: now) {
+                return limited("floating license: the seat was not renewed within its heartbeat")
+            }
             if verification.expired {
                 return Resolution(state: .expired, entitlements: [], reason: "lease expired; the server has not been reached since")
             }
             switch lease.status {
-            case .active: return Resolution(state: .licensed, entitlements: lease.entitlements, reason: "current lease")
-            case .fallback: return Resolution(state: .limited, entitlements: [], reason: "fallback lease")
+            case .active:
+                if let until = UpdatesEntitlement.date(in: lease.entitlements), let release = appReleaseDate, release > until {
+                    return limited("this build (released \(Self.day(release))) is newer than the updates this license covers (until \(Self.day(until)))")
+                }
+                return Resolution(state: .licensed, entitlements: UpdatesEntitlement.removing(from: lease.entitlements), reason: "current lease")
+            case .fallback: return limited("fallback lease")
             case .expired: return Resolution(state: .expired, entitlements: [], reason: "license expired")
             }
         }
@@ -74,6 +92,28 @@ struct LicenseResolver: Sendable {
             return Resolution(state: .freeTier, entitlements: [], reason: "trial over; free tier")
         }
         return Resolution(state: .expired, entitlements: [], reason: config == nil ? "trial over; product config never verified" : "trial over")
+    }
+
+    /// Seconds a device clock may step back (an NTP correction) before a kept floating lease is
+    /// taken as lapsed.
+    static let floatingClockTolerance: Int64 = 60
+
+    /// A floating seat's lease is held for its own length (`expiresAt - issuedAt`) from when it
+    /// arrived by this device's clock, so neither clock skew nor the protocol's 300 s grace keeps a
+    /// seat the server has freed. A clock set back before the arrival lapses it too.
+    static func floatingSeatLapsed(_ lease: Lease, receivedAt: Int64?, now: Int64) -> Bool {
+        guard let receivedAt else { return true }
+        let length = max(0, lease.expiresAt - lease.issuedAt)
+        return now < receivedAt - floatingClockTolerance || now > receivedAt + length
+    }
+
+    private func limited(_ reason: String) -> Resolution {
+        Resolution(state: .limited, entitlements: fallbackEntitlements, reason: reason)
+    }
+
+    /// `2026-11-22` for a Unix time (UTC), for reasons people read.
+    static func day(_ seconds: Int64) -> String {
+        Date(timeIntervalSince1970: TimeInterval(seconds)).formatted(.iso8601.year().month().day())
     }
 
     /// A config just received, if it may replace `current`: signed by a trusted key for this

@@ -31,6 +31,31 @@ public struct RefreshPolicy: Sendable, Hashable {
         return max(now + debounce, candidates.min()!)
     }
 
+    /// How often a floating seat is renewed: 30 s before its heartbeat runs out, or at half of a
+    /// heartbeat of a minute or less (a slow network must not cost the seat).
+    static func heartbeatInterval(_ heartbeat: Int) -> Int64 {
+        let heartbeat = Int64(min(max(heartbeat, 10), 86_400))
+        return heartbeat > 60 ? heartbeat - 30 : heartbeat / 2
+    }
+
+    /// A floating seat is renewed every ``heartbeatInterval(_:)`` (the debounce does not apply: the
+    /// server frees seats that miss it), or at once when there is no seat; attempts are at least a
+    /// few seconds apart.
+    func isHeartbeatDue(lastRefresh: Int64?, lastAttempt: Int64?, heartbeat: Int, holdsSeat: Bool, now: Int64) -> Bool {
+        let interval = Self.heartbeatInterval(heartbeat)
+        if let lastAttempt, now >= lastAttempt, now - lastAttempt < min(debounce, interval / 2) { return false }
+        guard holdsSeat, let lastRefresh, now >= lastRefresh else { return true }
+        return now - lastRefresh >= interval
+    }
+
+    /// After a failed renewal: the usual backoff, but at most 30 s (or half the interval, for short
+    /// heartbeats), so a seat is renewed before it lapses when the server comes back, and a lapsed
+    /// one shows as `.limited` soon after; never sooner than the server's `Retry-After`.
+    func heartbeatRetryDelay(backoff: Double, retryAfter: Int?, heartbeat: Int) -> Double {
+        let ceiling = min(30, Double(Self.heartbeatInterval(heartbeat)) / 2)
+        return max(min(backoff, ceiling), Double(retryAfter ?? 0), 1)
+    }
+
     /// Seconds to wait before retry number `attempt` (1, 2, …): a random point in the upper half of
     /// `min(cap, base·2^(attempt-1))`, never less than the server's `Retry-After`.
     func backoff(attempt: Int, retryAfter: Int?, using generator: inout some RandomNumberGenerator) -> Double {

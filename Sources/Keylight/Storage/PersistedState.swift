@@ -39,6 +39,14 @@ struct PersistedState: Codable, Equatable, Sendable {
     /// ``surrenderLimit``): a response file for one of them is never imported again, or the proof
     /// could free the seat while the old response keeps the device licensed.
     var surrenderedInstances: [String]?
+    /// The license's seats float: the heartbeat (seconds) its seat must be renewed within. Taken
+    /// from the server's answer, clamped to 10 s-1 day. nil for seats that do not float.
+    var floatingHeartbeat: Int?
+    /// This device's clock when the kept lease arrived. A floating seat's lease is held for its
+    /// length from here, not until its `expiresAt` plus the protocol's 300 s skew: with a heartbeat
+    /// of seconds, the skew would keep a freed seat licensed for minutes, and a device clock
+    /// running ahead would lapse every lease on arrival.
+    var leaseReceivedAt: Int64?
 
     static let surrenderLimit = 32
 
@@ -72,6 +80,16 @@ struct PersistedState: Codable, Equatable, Sendable {
         leaseVerification = nil
         awaitingVerifiedLease = nil
         offlineActivation = nil
+        floatingHeartbeat = nil
+        leaseReceivedAt = nil
+    }
+
+    /// Gives up a floating seat but keeps the license: the next refresh takes a seat again.
+    mutating func releaseSeat() {
+        instanceId = nil
+        lease = nil
+        leaseVerification = nil
+        leaseReceivedAt = nil
     }
 
     /// Drops cached data that `mode` would not have accepted: under `.enforced` anything not

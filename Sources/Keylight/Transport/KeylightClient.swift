@@ -33,6 +33,10 @@ struct KeylightClient: Sendable {
         var instance_id: String
         var license_expires_at: Int64?
         var lease: Lease
+        /// Floating seats only: validate again within this many seconds or lose the seat.
+        var heartbeat_seconds: Int?
+        /// More seats are in use than the license's limit (its overage allows it).
+        var over_limit: Bool?
     }
 
     struct ValidateBody: Decodable, Sendable {
@@ -40,6 +44,8 @@ struct KeylightClient: Sendable {
         var license_expires_at: Int64?
         var lease: Lease
         var config: SignedProductConfig?
+        var heartbeat_seconds: Int?
+        var over_limit: Bool?
     }
 
     struct KeylessBody: Decodable, Sendable {
