@@ -41,6 +41,24 @@ struct LicenseView: Sendable {
     var canRevoke: Bool
     var canSuspend: Bool
     var canReinstate: Bool
+    /// "floating, 3 of 5 seats held" or "2 of 3 devices".
+    var seats: String
+    /// "until 2027-11-22", or nil when the license covers every build.
+    var updates: String?
+}
+
+extension LicenseView {
+    /// How a license's seats read on its page. A floating seat counts while its deadline is ahead:
+    /// one whose device went silent is not held, even before the sweep frees it.
+    static func seats(keyType: KeyType?, instances: [Instance], now: Int64) -> String {
+        guard let keyType else { return "\(instances.filter(\.active).count) active" }
+        let overage = keyType.overagePercent > 0 ? " (\(keyType.overagePercent) % overage allowed)" : ""
+        if keyType.floating {
+            let held = instances.filter { $0.active && ($0.seatExpiresAt ?? .max) > now }.count
+            return "floating, \(held) of \(keyType.activationLimit) seats held\(overage); \(keyType.heartbeatSeconds) s heartbeat"
+        }
+        return "\(instances.filter(\.active).count) of \(keyType.activationLimit) devices\(overage)"
+    }
 }
 
 struct LicenseRow: Sendable {

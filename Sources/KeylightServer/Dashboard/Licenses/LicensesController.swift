@@ -123,12 +123,16 @@ struct LicensesController: Sendable {
         let product = try await admin.requireProduct(tenantId: tenantId, productId: productId)
         let license = try await admin.license(tenantId: tenantId, productId: productId, id: id)
         let instances = try await admin.database.instances(licenseId: license.id)
+        let keyType = try await admin.database.keyType(tenantId: tenantId, productId: productId, id: license.keyTypeId)
+        let now = admin.clock.unixSeconds
         return LicenseView(
             chrome: pages.chrome("License …\(license.maskedKey.suffix(4))", context), tenantId: tenantId, productId: productId, productName: product.name,
-            license: LicenseRow(license, now: admin.clock.unixSeconds),
+            license: LicenseRow(license, now: now),
             instances: instances.map(InstanceRow.init),
             newKey: newKey, newKeyQR: try newKey.map { qr.svg(try QRCode(text: $0, errorCorrection: .medium)) },
-            canRevoke: license.status != .revoked, canSuspend: license.status == .active, canReinstate: license.status != .active
+            canRevoke: license.status != .revoked, canSuspend: license.status == .active, canReinstate: license.status != .active,
+            seats: LicenseView.seats(keyType: keyType, instances: instances, now: now),
+            updates: license.updatesUntil.map { "until " + DashboardFormat.day($0) }
         )
     }
 }

@@ -9,6 +9,12 @@ enum DashboardFormat {
     }()
 
     /// `2026-11-22 14:05 UTC`, or `—` for none.
+    /// `2027-11-22` (UTC).
+    static func day(_ unix: Int64) -> String {
+        let c = utc.dateComponents([.year, .month, .day], from: Date(timeIntervalSince1970: TimeInterval(unix)))
+        return String(format: "%04d-%02d-%02d", c.year ?? 0, c.month ?? 0, c.day ?? 0)
+    }
+
     static func time(_ unix: Int64?) -> String {
         guard let unix else { return "—" }
         let c = utc.dateComponents([.year, .month, .day, .hour, .minute], from: Date(timeIntervalSince1970: TimeInterval(unix)))

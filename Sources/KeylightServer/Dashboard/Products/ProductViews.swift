@@ -24,6 +24,10 @@ struct KeyTypeRow: Sendable {
     var entitlements: String
     var leaseTTL: String
     var offlineLease: String
+    /// "3", "5 floating (600 s heartbeat)", with "+25 %" when overage is allowed.
+    var seats: String
+    /// "365 days" of updates, or "every build".
+    var updates: String
     var stripePriceId: String?
     var subscription: Bool
 
@@ -36,6 +40,10 @@ struct KeyTypeRow: Sendable {
         entitlements = keyType.entitlementCodes.joined(separator: ", ")
         leaseTTL = keyType.leaseTtlSeconds % 86_400 == 0 ? "\(keyType.leaseTtlSeconds / 86_400) days" : "\(keyType.leaseTtlSeconds) s"
         offlineLease = "\(keyType.offlineLeaseDays) days"
+        seats = "\(keyType.activationLimit)"
+            + (keyType.floating ? " floating (\(keyType.heartbeatSeconds) s heartbeat)" : "")
+            + (keyType.overagePercent > 0 ? " +\(keyType.overagePercent) %" : "")
+        updates = keyType.updatesDays.map { "\($0) days" } ?? "every build"
         stripePriceId = keyType.stripePriceId
         subscription = keyType.stripeMode == "subscription"
     }

@@ -35,6 +35,11 @@ struct ProductsController: Sendable {
         @FormCheckbox var fallbackAccess: Bool
         @FormText var leaseTTLDays: String?
         @FormText var offlineLeaseDays: String?
+        @FormCheckbox var floating: Bool
+        @FormText var heartbeatSeconds: String?
+        /// Whole percent (the API's `overage` × 100).
+        @FormText var overagePercent: String?
+        @FormText var updatesDays: String?
         /// Codes separated by commas or spaces.
         @FormText var entitlements: String?
         @FormText var stripePriceId: String?
@@ -42,7 +47,8 @@ struct ProductsController: Sendable {
         enum CodingKeys: String, CodingKey {
             case id, displayName = "display_name", activationLimit = "activation_limit", durationDays = "duration_days",
                  fallbackAccess = "fallback_access", leaseTTLDays = "lease_ttl_days", offlineLeaseDays = "offline_lease_days", entitlements,
-                 stripePriceId = "stripe_price_id", stripeMode = "stripe_mode"
+                 stripePriceId = "stripe_price_id", stripeMode = "stripe_mode", floating, heartbeatSeconds = "heartbeat_seconds",
+                 overagePercent = "overage_percent", updatesDays = "updates_days"
         }
     }
 
@@ -89,12 +95,17 @@ struct ProductsController: Sendable {
             let ttlDays = try DashboardForm.wholeNumber(form.leaseTTLDays, label: "Lease TTL").map { days throws(APIError) in
                 try Field.integer(days, "lease_ttl_days", in: 1...366)
             }
+            let overage = try DashboardForm.wholeNumber(form.overagePercent, label: "Overage").map { percent throws(APIError) in
+                Double(try Field.integer(percent, "overage_percent", in: 0...100)) / 100
+            }
             let keyType = try await admin.createKeyType(tenantId: tenantId, productId: productId, CreateKeyTypeRequest(
                 id: form.id, display_name: form.displayName, activation_limit: try DashboardForm.wholeNumber(form.activationLimit, label: "Activation limit"),
                 duration_days: try DashboardForm.wholeNumber(form.durationDays, label: "Duration"), fallback_access: form.fallbackAccess,
                 lease_ttl_seconds: ttlDays.map { Int64($0) * 86_400 }, entitlements: entitlements,
                 stripe_price_id: form.stripePriceId, stripe_mode: form.stripeMode,
-                offline_lease_days: try DashboardForm.wholeNumber(form.offlineLeaseDays, label: "Offline lease")
+                offline_lease_days: try DashboardForm.wholeNumber(form.offlineLeaseDays, label: "Offline lease"),
+                floating: form.floating, heartbeat_seconds: try DashboardForm.wholeNumber(form.heartbeatSeconds, label: "Heartbeat"),
+                overage: overage, updates_days: try DashboardForm.wholeNumber(form.updatesDays, label: "Updates")
             ), actor: try context.requireUser().actor)
             pages.flash(context, "Key type \(keyType.displayName) created.")
             return .redirect(to: Self.productPage(context))
