@@ -87,7 +87,13 @@ public struct Configuration: Sendable {
 
     static func releaseDate(from value: Any?) -> Date? {
         if let date = value as? Date { return date }
-        guard let text = (value as? String)?.trimmingCharacters(in: .whitespaces), !text.isEmpty, text.utf8.count <= 64 else { return nil }
+        return (value as? String).flatMap(releaseDate(_:))
+    }
+
+    /// A release date written as `2026-11-22` (UTC midnight) or ISO 8601 with a time; nil otherwise.
+    public static func releaseDate(_ text: String) -> Date? {
+        let text = text.trimmingCharacters(in: .whitespaces)
+        guard !text.isEmpty, text.utf8.count <= 64 else { return nil }
         if let date = try? Date(text, strategy: .iso8601) { return date }
         return try? Date(text + "T00:00:00Z", strategy: .iso8601)
     }

@@ -29,6 +29,8 @@ extension LicenseManager {
             scheduledRefresh?.cancel()
             nextRefreshAt = nil
             stored.releaseSeat()
+            // The next launch asks for a seat at once, however soon it comes.
+            stored.lastAttempt = nil
             persist()
             resolve()
             return true

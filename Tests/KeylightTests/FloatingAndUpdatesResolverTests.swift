@@ -111,6 +111,8 @@ import Testing
         // Without a seat: at once, but attempts stay a few seconds apart.
         #expect(policy.isHeartbeatDue(lastRefresh: 1_000, lastAttempt: 1_000, heartbeat: 10, holdsSeat: false, now: 1_002))
         #expect(!policy.isHeartbeatDue(lastRefresh: 1_000, lastAttempt: 1_001, heartbeat: 10, holdsSeat: false, now: 1_002))
+        #expect(!policy.isHeartbeatDue(lastRefresh: 1_000, lastAttempt: 1_000, heartbeat: 600, holdsSeat: false, now: 1_004))
+        #expect(policy.isHeartbeatDue(lastRefresh: 1_000, lastAttempt: 1_000, heartbeat: 600, holdsSeat: false, now: 1_005))
         // Retries come within the heartbeat, and never before Retry-After.
         #expect(policy.heartbeatRetryDelay(backoff: 3_600, retryAfter: nil, heartbeat: 600) == 30)
         #expect(policy.heartbeatRetryDelay(backoff: 3_600, retryAfter: nil, heartbeat: 30) == 7.5)

@@ -39,11 +39,11 @@ public struct RefreshPolicy: Sendable, Hashable {
     }
 
     /// A floating seat is renewed every ``heartbeatInterval(_:)`` (the debounce does not apply: the
-    /// server frees seats that miss it), or at once when there is no seat; attempts are at least a
-    /// few seconds apart.
+    /// server frees seats that miss it), or at once when there is no seat; attempts are at least
+    /// 5 s apart (less for the shortest heartbeats).
     func isHeartbeatDue(lastRefresh: Int64?, lastAttempt: Int64?, heartbeat: Int, holdsSeat: Bool, now: Int64) -> Bool {
         let interval = Self.heartbeatInterval(heartbeat)
-        if let lastAttempt, now >= lastAttempt, now - lastAttempt < min(debounce, interval / 2) { return false }
+        if let lastAttempt, now >= lastAttempt, now - lastAttempt < min(debounce, 5, interval / 2) { return false }
         guard holdsSeat, let lastRefresh, now >= lastRefresh else { return true }
         return now - lastRefresh >= interval
     }

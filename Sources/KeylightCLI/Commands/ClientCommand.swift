@@ -9,7 +9,7 @@ struct ClientCommand: AsyncParsableCommand {
         commandName: "client",
         abstract: "Use a license from the command line (the Keylight SDK on Linux).",
         subcommands: [
-            Activate.self, Status.self, Refresh.self, Deactivate.self, Devices.self,
+            Activate.self, Status.self, Refresh.self, Deactivate.self, ReleaseSeat.self, Devices.self,
             OfflineRequest.self, OfflineActivate.self, OfflineImport.self, OfflineDeactivate.self, SubmitProof.self,
         ]
     )
@@ -56,15 +56,22 @@ struct ClientCommand: AsyncParsableCommand {
         @Option(help: "Signed responses: disabled, informational or enforced.")
         var verification: VerificationMode = .informational
 
+        @Option(help: "This build's release date (2026-11-22): a license whose updates ended earlier runs limited.")
+        var appReleaseDate: String?
+
         @MainActor
         func manager(keyPrefix fallback: String = "") throws -> LicenseManager {
             guard let url = URL(string: server), url.scheme == "http" || url.scheme == "https" else {
                 throw InputFailure("--server must be an http(s) URL")
             }
             let keyset = try Keyset(json: try readInput(keys))
+            let releaseDate = try appReleaseDate.map { text in
+                guard let date = Configuration.releaseDate(text) else { throw InputFailure("--app-release-date must be a date such as 2026-11-22") }
+                return date
+            }
             return LicenseManager(configuration: Configuration(
                 serverURL: url, tenantId: tenant, productId: product, sdkKey: sdkKey, keyPrefix: keyPrefix ?? fallback,
-                trustedKeys: keyset.keys, trialDaysSeed: trialDays, verificationMode: verification,
+                trustedKeys: keyset.keys, trialDaysSeed: trialDays, verificationMode: verification, appReleaseDate: releaseDate,
                 store: EncryptedFileStore(directory: URL(fileURLWithPath: store))
             ))
         }
@@ -94,6 +101,18 @@ struct ClientCommand: AsyncParsableCommand {
 
         func perform(_ manager: LicenseManager) async throws {
             await manager.refreshIfNeeded(force: true)
+        }
+    }
+
+    struct ReleaseSeat: ClientAction {
+        static let configuration = CommandConfiguration(
+            abstract: "Give a floating license's seat back (as an app does when it quits); the key is kept, and the next command takes a seat again."
+        )
+        @ParentCommand var client: ClientCommand
+
+        func perform(_ manager: LicenseManager) async throws {
+            guard manager.isFloating else { throw KeylightError(code: "NOT_FLOATING", message: "This license's seats do not float: use `client deactivate`.") }
+            guard await manager.releaseSeat() else { throw manager.lastError ?? KeylightError.notActivated }
         }
     }
 
@@ -158,7 +177,8 @@ extension ClientAction {
 
 extension VerificationMode: ExpressibleByArgument {}
 
-/// `{"state","days_left","entitlements","instance_id","lease_expires_at","reason","last_error","verification"}`.
+/// `{"state","days_left","entitlements","instance_id","lease_expires_at","reason","last_error","verification"}`, plus
+/// `floating`, `over_limit` and `updates_until` when they apply.
 @MainActor
 private func printStatus(_ manager: LicenseManager) {
     var object: [String: Any] = [
@@ -171,6 +191,9 @@ private func printStatus(_ manager: LicenseManager) {
         "verification": manager.lastVerification.description,
     ]
     if case .trial(let days) = manager.state { object["days_left"] = days }
+    if manager.isFloating { object["floating"] = true }
+    if manager.isOverLimit { object["over_limit"] = true }
+    if let until = manager.updatesEntitledUntil { object["updates_until"] = Int(until.timeIntervalSince1970) }
     let data = (try? JSONSerialization.data(withJSONObject: object, options: [.sortedKeys, .withoutEscapingSlashes])) ?? Data()
     Standard.output(data)
 }
