@@ -8,28 +8,14 @@ import Testing
 /// `keylight client devices`, `deactivate --instance`, and the offline commands, against `keylight serve`.
 @Suite(.serialized, .timeLimit(.minutes(3))) struct ClientSeatsCommandTests {
     @Test func devicesFreeingAnotherSeatAndTheOfflineRoundTrip() async throws {
-        let directory = try temporaryDirectory()
-        let http = HTTPClient.shared
-        let auth = [("Authorization", "Bearer t")]
-        let server = try await ServerProcess(database: directory.appendingPathComponent("s.sqlite").path, environment: ["KEYLIGHT_ADMIN_TOKEN": "t"])
-        _ = try await server.request(.POST, "/admin/v1/tenants", headers: auth, json: #"{"id":"acme","name":"Acme"}"#, using: http)
-        let product = try await server.request(.POST, "/admin/v1/tenants/acme/products", headers: auth, json: #"{"id":"app","name":"App","key_prefix":"ACME"}"#, using: http)
-        let sdkKey = try #require(product.body["sdk_key"] as? String)
-        _ = try await server.request(.POST, "/admin/v1/tenants/acme/products/app/key-types", headers: auth, json: #"{"id":"pro","display_name":"Pro","activation_limit":1,"fallback_access":false,"entitlements":["pro"]}"#, using: http)
-        let license = try await server.request(.POST, "/admin/v1/tenants/acme/products/app/licenses", headers: auth, json: #"{"key_type_id":"pro"}"#, using: http)
-        let key = try #require(license.body["license_key"] as? String)
-        var keysRequest = HTTPClientRequest(url: "http://127.0.0.1:\(server.port)/acme/.well-known/keylight-keys")
-        keysRequest.method = .GET
-        let keysPath = directory.appendingPathComponent("keys.json")
-        try Data(try await http.execute(keysRequest, timeout: .seconds(10)).body.collect(upTo: 1 << 16).readableBytesView).write(to: keysPath)
-
+        let fixture = try await ClientFixture.start()
+        let (directory, server, http, auth, keysPath) = (fixture.directory, fixture.server, fixture.http, ClientFixture.auth, fixture.keysPath)
+        try await fixture.admin(.POST, "/tenants/acme/products/app/key-types", #"{"id":"pro","display_name":"Pro","activation_limit":1,"fallback_access":false,"entitlements":["pro"]}"#)
+        let key = try await fixture.license("pro")
         func client(_ store: String, _ arguments: [String], server url: String? = nil) async throws -> CLI.Result {
-            try await CLI.run(["client", "--server", url ?? "http://127.0.0.1:\(server.port)", "--tenant", "acme", "--product", "app", "--sdk-key", sdkKey,
-                               "--keys", keysPath.path, "--store", directory.appendingPathComponent(store).path] + arguments)
+            try await fixture.client(store, arguments, server: url)
         }
-        func json(_ result: CLI.Result) throws -> [String: Any] {
-            try #require((try? JSONSerialization.jsonObject(with: Data(result.stdout.utf8))) as? [String: Any], "\(result.stdout) \(result.stderr)")
-        }
+        let json = ClientFixture.json
 
         #expect(try await client("old", ["activate", key]).status == 0)
         // The second machine hits the cap: the error lists the device to free.
