@@ -17,7 +17,12 @@ import Testing
         try await Harness(databasePath: try Self.databaseFile()).run(.live) { client in
             let seed = try await client.seed(limit: 3)
             let port = try #require(client.client.port)
-            let http = HTTPClient(eventLoopGroupProvider: .singleton)
+            // One connection per request, so all 200 race at the server; with the default 8 per host they
+            // queued in the client, and on a loaded machine (the whole suite on 2 cores) the queue
+            // outlasted the request deadline: a failure of the test's client, not of the cap.
+            var configuration = HTTPClient.Configuration()
+            configuration.connectionPool.concurrentHTTP1ConnectionsPerHostSoftLimit = 200
+            let http = HTTPClient(eventLoopGroupProvider: .singleton, configuration: configuration)
             let statuses: [Int]
             do {
                 statuses = try await withThrowingTaskGroup(of: Int.self) { group in
@@ -28,7 +33,7 @@ import Testing
                             request.headers.add(name: "X-Keylight-SDK-Key", value: seed.sdkKey)
                             request.headers.add(name: "Content-Type", value: "application/json")
                             request.body = .bytes(ByteBuffer(string: #"{"license_key":"\#(seed.licenseKey)","instance_name":"n","machine_hash":"m\#(index)"}"#))
-                            let response = try await http.execute(request, timeout: .seconds(30))
+                            let response = try await http.execute(request, timeout: .seconds(90))
                             _ = try await response.body.collect(upTo: 1 << 20)
                             return Int(response.status.code)
                         }
@@ -40,8 +45,11 @@ import Testing
                 throw error
             }
             try await http.shutdown()
-            #expect(statuses.filter { $0 == 200 }.count == 3)
-            #expect(statuses.filter { $0 == 409 }.count == 197)
+            // Exactly 3 activations; the rest refused at the cap (409) or, on a loaded machine, shed
+            // by the bounded database-pool wait (503, documented); nothing else.
+            let histogram = Dictionary(statuses.map { ($0, 1) }, uniquingKeysWith: +)
+            #expect(statuses.filter { $0 == 200 }.count == 3, "\(histogram)")
+            #expect(statuses.allSatisfy { $0 == 200 || $0 == 409 || $0 == 503 } && statuses.contains(409), "\(histogram)")
             #expect(try await client.count("SELECT COUNT(*) AS n FROM instances WHERE active") == 3)
         }
     }
