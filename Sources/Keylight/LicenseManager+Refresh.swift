@@ -23,7 +23,9 @@ extension LicenseManager {
         if let key = stored.licenseKey, let instanceId = stored.instanceId, stored.rejection == nil || recheckRefusal {
             recheckRefusal = false
             outcome = await refreshLicense(key: key, instanceId: instanceId, now: now)
-        } else if let key = stored.licenseKey, floatingHeartbeat != nil, stored.rejection == nil {
+        } else if let key = stored.licenseKey, floatingHeartbeat != nil, stored.rejection == nil || recheckRefusal {
+            // Without a seat (given back, or lapsed); a refusal kept from then is asked about again at launch.
+            recheckRefusal = false
             outcome = await takeSeat(key: key, now: now)
         } else if stored.licenseKey == nil {
             outcome = await refreshKeyless(now: now)

@@ -100,6 +100,36 @@ import Testing
         await server.stop()
     }
 
+    @Test func aLicenseRefusedWhileWithoutASeatIsAskedAboutAgainAtLaunch() async throws {
+        let server = try LiveServer()
+        try await server.start()
+        let seed = try await Self.seed(server, ["floating": true, "heartbeat_seconds": 60])
+        let licenseId = try #require(try await server.admin("GET", "/tenants/acme/products/app/licenses")["licenses"] as? [[String: Any]]).first?["id"] as? String
+        let trusted = try await server.tenantKeyset()
+        let store = InMemoryStore()
+        func launch() async -> LicenseManager {
+            let manager = LicenseManager(configuration: Configuration(
+                serverURL: server.url, tenantId: "acme", productId: "app", sdkKey: seed.sdkKey, keyPrefix: "ACME",
+                trustedKeys: trusted.keys, instanceName: "Studio", appReleaseDate: nil, store: store
+            ))
+            await manager.checkOnLaunch()
+            await manager.waitUntilIdle()
+            return manager
+        }
+        let first = await launch()
+        try await first.activate(key: seed.licenseKey)
+        #expect(await first.releaseSeat())
+        // Suspended while the app holds no seat: taking one is refused, a verdict.
+        _ = try await server.admin("POST", "/tenants/acme/products/app/licenses/\(try #require(licenseId))/suspend")
+        await first.refreshIfNeeded(force: true)
+        #expect(first.state == .invalid && first.lastError?.code == "LICENSE_SUSPENDED")
+        // Reinstated: the next launch asks again, takes a seat and is licensed, without the key typed again.
+        _ = try await server.admin("POST", "/tenants/acme/products/app/licenses/\(try #require(licenseId))/reinstate")
+        let second = await launch()
+        #expect(second.state == .licensed, "\(second.reason)")
+        await server.stop()
+    }
+
     @Test func aBuildNewerThanTheUpdatesRunsLimitedAndOlderBuildsStayLicensed() async throws {
         let server = try LiveServer()
         try await server.start()

@@ -144,8 +144,11 @@ extension Database {
                 if let id = grant.instanceId, freed.instanceIds.contains(id) { grant.instanceActive = false }
             }
             if let id = grant.instanceId, grant.instanceActive == true {
-                if let seatDeadline { try await Self.renewSeat(db, instanceId: id, until: seatDeadline, now: now) }
-                return .existing(instanceId: id, grant: grant)
+                guard let seatDeadline else { return .existing(instanceId: id, grant: grant) }
+                // A floating seat freed while this waited for the lock goes on to take a new seat.
+                if try await Self.renewSeat(db, instanceId: id, until: seatDeadline, now: now) {
+                    return .existing(instanceId: id, grant: grant)
+                }
             }
             if let machineHash, let id = try await db.raw("""
                 SELECT id FROM instances WHERE license_id = \(bind: grant.licenseId) AND machine_hash = \(bind: machineHash) AND active
@@ -154,7 +157,7 @@ extension Database {
                     // The machine asks offline now: its proofs will be signed by the key of this request.
                     try await db.raw("UPDATE instances SET device_key = \(bind: deviceKey) WHERE id = \(bind: id)").run()
                 }
-                if let seatDeadline { try await Self.renewSeat(db, instanceId: id, until: seatDeadline, now: now) }
+                if let seatDeadline { _ = try await Self.renewSeat(db, instanceId: id, until: seatDeadline, now: now) }
                 return .existing(instanceId: id, grant: grant)
             }
             let reserved = try await db.raw("""

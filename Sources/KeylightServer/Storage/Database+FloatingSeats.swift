@@ -45,12 +45,16 @@ extension Database {
         return FreedSeats(instanceIds: expired.map(\.id), license: license)
     }
 
-    /// Moves a live seat's deadline (a validation, or the same machine activating again).
-    static func renewSeat(_ db: any SQLDatabase, instanceId: String, until deadline: Int64, now: Int64) async throws {
+    /// Moves a live seat's deadline (the same machine activating again); false when the instance
+    /// is no longer active. The caller must not trust an `active` it read in a join before taking
+    /// the license's lock: on PostgreSQL `FOR UPDATE OF` re-reads only the locked row, so a seat the
+    /// sweep freed meanwhile can still read active there.
+    static func renewSeat(_ db: any SQLDatabase, instanceId: String, until deadline: Int64, now: Int64) async throws -> Bool {
         try await db.raw("""
             UPDATE instances SET seat_expires_at = \(bind: deadline), last_validated_at = \(bind: now)
             WHERE id = \(bind: instanceId) AND active
-            """).run()
+            RETURNING id
+            """).first() != nil
     }
 
     /// A floating seat's heartbeat: frees the license's dead seats, then moves this instance's
