@@ -8,9 +8,6 @@ extension LicenseManager {
 
     var floatingHeartbeat: Int? { stored.floatingHeartbeat }
 
-    /// A seat and its lease are kept.
-    var holdsSeat: Bool { stored.instanceId != nil && stored.lease != nil }
-
     /// The server's heartbeat, within what it may be (a hostile value cannot make the app spin or sleep for ever).
     static func clampedHeartbeat(_ seconds: Int) -> Int { min(max(seconds, 10), 86_400) }
 
@@ -57,9 +54,7 @@ extension LicenseManager {
                   heartbeat: body.heartbeat_seconds, overLimit: body.over_limit, now: now)
             return nil
         case .rejected(let error):
-            stored.rejection = error.code
-            stored.lastRefresh = now
-            lastError = error
+            keepRefusal(error, now: now)
             return nil
         case .transient(var error, let retryAfter):
             error.seats = error.seats?.owned(by: key.text, thisInstance: nil)

@@ -10,7 +10,7 @@ extension LicenseManager {
         let policy = configuration.refreshPolicy
         let now = configuration.clock.unixSeconds
         let due = if let heartbeat = floatingHeartbeat {
-            policy.isHeartbeatDue(lastRefresh: stored.lastRefresh, lastAttempt: stored.lastAttempt, heartbeat: heartbeat, holdsSeat: holdsSeat, now: now)
+            policy.isHeartbeatDue(lastRefresh: stored.lastRefresh, lastAttempt: stored.lastAttempt, heartbeat: heartbeat, holdsSeat: stored.holdsSeat, now: now)
         } else {
             policy.isDue(lastRefresh: stored.lastRefresh, lastAttempt: stored.lastAttempt, leaseExpiresAt: stored.lease?.expiresAt, now: now)
         }
@@ -91,9 +91,7 @@ extension LicenseManager {
             // not a verdict on the license: take a seat again if one is free.
             return await takeSeat(key: key, now: now)
         case .rejected(let error):
-            stored.rejection = error.code
-            stored.lastRefresh = now
-            lastError = error
+            keepRefusal(error, now: now)
             return nil
         case .transient(let error, let retryAfter):
             return (error, retryAfter)
@@ -145,6 +143,14 @@ extension LicenseManager {
         sawServer(serverTime: trusted.issuedAt)
         lastError = nil
         return nil
+    }
+
+    /// Keeps the server's verdict on the license (revoked, suspended, instance gone): the state is
+    /// `.invalid` until a later answer lifts it (asked again at each launch).
+    func keepRefusal(_ error: KeylightError, now: Int64) {
+        stored.rejection = error.code
+        stored.lastRefresh = now
+        lastError = error
     }
 
     /// Schedules the next routine refresh (before the lease ends, or when data goes stale; a

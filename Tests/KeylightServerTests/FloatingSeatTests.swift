@@ -37,6 +37,11 @@ import Testing
             #expect(renewed.status == .ok && renewed["valid"] as? Bool == true && renewed["heartbeat_seconds"] as? Int == 30)
             let renewedLease = try #require(renewed.lease)
             #expect(renewedLease.expiresAt - renewedLease.issuedAt == 30)
+            // The admin API shows each seat's deadline: the renewed one a heartbeat from now, the silent one as it was.
+            let shown = try #require(try await client.admin(.get, "/tenants/acme/products/app/licenses/\(seed.licenseId)")["instances"] as? [[String: Any]])
+            let deadlines = Dictionary(uniqueKeysWithValues: shown.map { ($0["instance_id"] as? String ?? "", $0["seat_expires_at"] as? Int64) })
+            #expect(deadlines[try Self.instanceId(first)] == harness.clock.unixSeconds + 30)
+            #expect(deadlines[try Self.instanceId(second)] == harness.clock.unixSeconds + 10)
             harness.clock.advance(by: 15)
             // m2 was silent for 35 s > 30 s: the next device takes its seat at once (no sweep ran).
             let third = try await client.activate(seed, machine: "m3")

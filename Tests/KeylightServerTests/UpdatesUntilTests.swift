@@ -47,6 +47,19 @@ import Testing
         }
     }
 
+    @Test func aLicenseBoughtThroughStripeGetsItsKeyTypesUpdates() async throws {
+        let harness = Harness()
+        try await harness.run { client in
+            let seed = try await client.seed(keyTypeFields: ["updates_days": 90])
+            #expect(try await client.admin(.put, "/tenants/acme/stripe", ["webhook_secret": StripeWebhookTests.secret]).status == .ok)
+            let body = StripeWebhookTests.event("checkout.session.completed", StripeWebhookTests.checkout(seed, subscription: nil))
+            let minted = try await StripeWebhookTests.deliver(client, body, signature: StripeWebhookTests.signature(body, at: harness.clock.unixSeconds))
+            #expect(minted["outcome"] as? String == "minted", "\(minted.text)")
+            let licenses = try await StripeWebhookTests.stripeLicenses(client)
+            #expect(licenses.count == 1 && licenses.first?.updatesUntil == harness.clock.unixSeconds + 90 * 86_400)
+        }
+    }
+
     @Test func fallbackLeasesCarryNoDate() async throws {
         let harness = Harness()
         try await harness.run { client in

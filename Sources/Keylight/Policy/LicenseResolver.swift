@@ -51,7 +51,7 @@ struct LicenseResolver: Sendable {
             if stored.lease == nil, stored.awaitingVerifiedLease == true {
                 return Resolution(state: .expired, entitlements: [], reason: "waiting for a verified response from the server")
             }
-            if stored.floatingHeartbeat != nil, stored.instanceId == nil || stored.lease == nil {
+            if stored.floatingHeartbeat != nil, !stored.holdsSeat {
                 return limited("floating license: no seat held; one is taken when the server is reached")
             }
             guard let lease = stored.lease, stored.instanceId == lease.instanceId,

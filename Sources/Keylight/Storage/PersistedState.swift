@@ -84,6 +84,9 @@ struct PersistedState: Codable, Equatable, Sendable {
         leaseReceivedAt = nil
     }
 
+    /// A seat and its lease are kept (a floating license without both holds no seat).
+    var holdsSeat: Bool { instanceId != nil && lease != nil }
+
     /// Gives up a floating seat but keeps the license: the next refresh takes a seat again.
     mutating func releaseSeat() {
         instanceId = nil

@@ -45,8 +45,8 @@ extension Database {
         return FreedSeats(instanceIds: expired.map(\.id), license: license)
     }
 
-    /// Moves a live seat's deadline (the same machine activating again); false when the instance
-    /// is no longer active. The caller must not trust an `active` it read in a join before taking
+    /// Moves a live seat's deadline (a validation, or the same machine activating again); false
+    /// when the instance is no longer active. The caller must not trust an `active` it read in a join before taking
     /// the license's lock: on PostgreSQL `FOR UPDATE OF` re-reads only the locked row, so a seat the
     /// sweep freed meanwhile can still read active there.
     static func renewSeat(_ db: any SQLDatabase, instanceId: String, until deadline: Int64, now: Int64) async throws -> Bool {
@@ -60,6 +60,7 @@ extension Database {
     /// A floating seat's heartbeat: frees the license's dead seats, then moves this instance's
     /// deadline to `now + heartbeat`. Answers the seats in use afterwards, or nil when the instance
     /// holds no seat (deactivated, or silent too long and freed just now): the app must activate again.
+    /// `instanceId` must be one of the license's (validate read it in the license's grant).
     func holdSeat(licenseId: String, tenantId: String, instanceId: String, heartbeat: Int, now: Int64) async throws -> Int? {
         let lock = lockRows(of: "licenses")
         let outbox = self.outbox
@@ -67,12 +68,7 @@ extension Database {
             guard let inUse = try await db.raw("SELECT active_instances FROM licenses WHERE id = \(bind: licenseId)\(lock)")
                 .first(decodingColumn: "active_instances", as: Int.self) else { return nil }
             let freed = try await Self.expireSeats(db, licenseId: licenseId, tenantId: tenantId, now: now, outbox: outbox)
-            let renewed = try await db.raw("""
-                UPDATE instances SET seat_expires_at = \(bind: now + Int64(heartbeat)), last_validated_at = \(bind: now)
-                WHERE id = \(bind: instanceId) AND license_id = \(bind: licenseId) AND active
-                RETURNING id
-                """).first()
-            guard renewed != nil else { return nil }
+            guard try await Self.renewSeat(db, instanceId: instanceId, until: now + Int64(heartbeat), now: now) else { return nil }
             return freed.license?.activeInstances ?? inUse
         }
     }
