@@ -14,9 +14,19 @@ public struct Configuration: Sendable {
     public var keyPrefix: String
     /// Every signing key the app trusts, by kid (ship the next key before rotating to it).
     public var trustedKeys: [String: Curve25519.Signing.PublicKey]
-    /// Trial length until a signed product config has been verified. (There is no free-tier
-    /// seed: a free tier is granted only by a verified config, so a seed could only mislead.)
+    /// Trial length until a signed product config has been verified.
     public var trialDaysSeed: Int
+    /// Whether the free tier applies until a signed product config has been verified (the hosted
+    /// SDK's `freeTierEnabled:`). A verified config always decides once one has arrived.
+    public var freeTierSeed: Bool
+    /// A license not validated online for more than this many days resolves `.expired` until the
+    /// server is reached again (the hosted SDK's `maxOfflineDays`); nil: only the lease's own
+    /// expiry bounds offline use. Licenses activated from offline response files are exempt.
+    public var maxOfflineDays: Int?
+    /// The app's name, store link and colours, for the app's own license screens.
+    public var branding: BrandingConfig?
+    /// Which kind of store ``store`` is, when the configuration chose it (nil: a store of the app's own).
+    public var storage: StorageBackend?
     /// The app's version, sent as `app_version` (trimmed to 64 bytes); defaults to the main
     /// bundle's `CFBundleShortVersionString`.
     public var appVersion: String?
@@ -58,7 +68,11 @@ public struct Configuration: Sendable {
         fallbackEntitlements: [String] = [],
         clock: any WallClock = SystemWallClock(),
         store: (any SecureStore)? = nil,
-        transport: (any Transport)? = nil
+        transport: (any Transport)? = nil,
+        freeTierSeed: Bool = false,
+        maxOfflineDays: Int? = nil,
+        branding: BrandingConfig? = nil,
+        storage: StorageBackend? = nil
     ) {
         self.serverURL = serverURL
         self.tenantId = tenantId
@@ -75,7 +89,11 @@ public struct Configuration: Sendable {
         self.appReleaseDate = appReleaseDate
         self.fallbackEntitlements = fallbackEntitlements
         self.clock = clock
-        self.store = store ?? Self.defaultStore(tenantId: tenantId, productId: productId)
+        self.freeTierSeed = freeTierSeed
+        self.maxOfflineDays = maxOfflineDays
+        self.branding = branding
+        self.storage = store == nil ? (storage ?? .platformDefault) : storage
+        self.store = store ?? (storage ?? .platformDefault).store(tenantId: tenantId, productId: productId)
         self.transport = transport ?? URLSessionTransport(baseURL: serverURL)
     }
 
@@ -100,10 +118,6 @@ public struct Configuration: Sendable {
 
     /// The Keychain on Apple platforms; an encrypted file store elsewhere.
     public static func defaultStore(tenantId: String, productId: String) -> any SecureStore {
-        #if canImport(Security)
-        KeychainStore(service: "dev.keylight.\(tenantId).\(productId)")
-        #else
-        EncryptedFileStore(directory: EncryptedFileStore.defaultDirectory(name: "\(tenantId)-\(productId)"))
-        #endif
+        StorageBackend.platformDefault.store(tenantId: tenantId, productId: productId)
     }
 }

@@ -25,6 +25,9 @@ public struct KeylightError: Error, Hashable, Sendable, CustomStringConvertible 
     public static let notActivated = Self(code: "NOT_ACTIVATED", message: "No license is active on this device.")
     /// An offline activation response or deactivation proof that cannot be used here; the message says why.
     public static func offlineFile(_ reason: String) -> Self { Self(code: "OFFLINE_FILE", message: reason) }
+    /// The secure store cannot be read yet (the Keychain before the device's first unlock since
+    /// boot). Not a verdict: the manager keeps what it knows and reads the store again later.
+    public static let storageLocked = Self(code: "STORAGE_LOCKED", message: "The secure store is locked until the device is unlocked.")
     /// The secure store could not be read or written.
     public static func storage(_ reason: String) -> Self { Self(code: "STORAGE", message: reason) }
 }

@@ -5,6 +5,7 @@ extension LicenseManager {
     /// Activates `key` on this device. On success the state is decided by the new lease, which
     /// must verify against the trusted keys; any failure leaves the state as it was.
     public func activate(key text: String) async throws {
+        try requireReadableStore()
         let key: LicenseKey
         do {
             key = try typedKey(text)
@@ -24,13 +25,21 @@ extension LicenseManager {
                 throw KeylightError.untrustedLease
             }
             adopt(body.lease, instanceId: body.instance_id, key: key, verification: exchange.verification.storedName,
-                  heartbeat: body.heartbeat_seconds, overLimit: body.over_limit, now: now)
+                  heartbeat: body.heartbeat_seconds, overLimit: body.over_limit, licenseExpiresAt: body.license_expires_at, now: now)
         case .rejected(var error), .transient(var error, _):
             // A full license: the devices holding its slots, each freeable with this key.
             error.seats = error.seats?.owned(by: key.text, thisInstance: nil)
             lastError = error
             throw error
         }
+    }
+
+    /// Reads a store that was locked at launch once more; throws ``KeylightError/storageLocked``
+    /// while it still is, so nothing is activated or forgotten that could not be kept.
+    func requireReadableStore() throws {
+        guard storeLocked else { return }
+        guard loadStoredState() else { throw KeylightError.storageLocked }
+        resolve()
     }
 
     /// The key the customer typed, if it is a key of this product.
@@ -50,8 +59,9 @@ extension LicenseManager {
     /// `heartbeat`: the seat floats and must be renewed within it.
     func adopt(
         _ lease: Lease, instanceId: String, key: LicenseKey, verification: String, offline: Bool = false,
-        heartbeat: Int? = nil, overLimit: Bool? = nil, now: Int64
+        heartbeat: Int? = nil, overLimit: Bool? = nil, licenseExpiresAt: Int64? = nil, now: Int64
     ) {
+        stored.licenseExpiresAt = licenseExpiresAt
         stored.offlineActivation = offline ? true : nil
         stored.floatingHeartbeat = heartbeat.map(Self.clampedHeartbeat)
         stored.leaseReceivedAt = now
@@ -75,6 +85,7 @@ extension LicenseManager {
     /// Frees this device's slot on the server and forgets the license; the trial (which started
     /// at the first launch) is evaluated again. Offline, nothing changes and the error is thrown.
     public func deactivate() async throws {
+        try requireReadableStore()
         guard let key = stored.licenseKey, let instanceId = stored.instanceId else { throw KeylightError.notActivated }
         let exchange = await client.deactivate(key: key, instanceId: instanceId)
         record(exchange.verification)
@@ -84,14 +95,14 @@ extension LicenseManager {
             stored.clearLicense()
             lastError = nil
             persist()
-            resolve()
+            resolve(announcing: false)
         case .transient(let error, _) where error.code == "NOT_FOUND":
             // The server itself (its JSON code) no longer knows this license or instance
             // (a reminted key): there is no seat to free, and the user asked to forget it.
             stored.clearLicense()
             lastError = nil
             persist()
-            resolve()
+            resolve(announcing: false)
         case .transient(let error, _):
             lastError = error
             throw error

@@ -51,7 +51,7 @@ extension LicenseManager {
         case .success(let body):
             guard isAcceptable(body.lease, instanceId: body.instance_id, key: key, now: now) else { return (.untrustedLease, nil) }
             adopt(body.lease, instanceId: body.instance_id, key: key, verification: exchange.verification.storedName,
-                  heartbeat: body.heartbeat_seconds, overLimit: body.over_limit, now: now)
+                  heartbeat: body.heartbeat_seconds, overLimit: body.over_limit, licenseExpiresAt: body.license_expires_at, now: now)
             return nil
         case .rejected(let error):
             keepRefusal(error, now: now)

@@ -73,7 +73,7 @@ extension LicenseManager {
         stored.surrenderedInstances = Array(((stored.surrenderedInstances ?? []) + [instanceId]).suffix(PersistedState.surrenderLimit))
         lastError = nil
         persist()
-        resolve()
+        resolve(announcing: false)
         return proof
     }
 

@@ -7,6 +7,8 @@ extension LicenseManager {
     /// Transient failures keep the state and schedule a retry; only the server's explicit
     /// refusal turns a license `.invalid`.
     public func refreshIfNeeded(force: Bool = false) async {
+        // Nothing is known before the store has been read (a locked Keychain is read again on a timer).
+        guard !storeLocked else { return }
         let policy = configuration.refreshPolicy
         let now = configuration.clock.unixSeconds
         let due = if let heartbeat = floatingHeartbeat {
@@ -82,6 +84,7 @@ extension LicenseManager {
             stored.lastRefresh = now
             stored.floatingHeartbeat = body.heartbeat_seconds.map(Self.clampedHeartbeat)
             stored.leaseReceivedAt = now
+            stored.licenseExpiresAt = body.license_expires_at
             isOverLimit = body.over_limit ?? false
             sawServer(serverTime: body.lease.issuedAt)
             lastError = nil

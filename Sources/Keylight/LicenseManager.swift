@@ -1,6 +1,9 @@
 import Foundation
 import KeylightCore
 import Observation
+#if canImport(Combine)
+import Combine
+#endif
 
 /// One element of ``LicenseManager/stateChanges()``.
 public struct LicenseUpdate: Hashable, Sendable {
@@ -44,6 +47,14 @@ public final class LicenseManager {
     /// A license the server refused is asked about again once per launch (a reinstated license
     /// recovers without the key being entered again).
     @ObservationIgnored var recheckRefusal = false
+    /// The store could not be read yet at launch (see ``loadStoredState()``).
+    @ObservationIgnored var storeLocked = false
+    /// Turns state changes into ``LicenseLifecycleEvent``s.
+    @ObservationIgnored var lifecycle = LifecycleTracker()
+    #if canImport(Combine)
+    /// Drives `ObservableObject`'s `objectWillChange` (for `@StateObject`, `@EnvironmentObject`).
+    @ObservationIgnored @Published private var changes = 0
+    #endif
 
     public init(configuration: Configuration) {
         self.configuration = configuration
@@ -57,7 +68,9 @@ public final class LicenseManager {
             tenantId: configuration.tenantId, productId: configuration.productId,
             trustedKeys: Keyset(configuration.trustedKeys), trialDaysSeed: configuration.trialDaysSeed,
             appReleaseDate: configuration.appReleaseDate.map { Int64($0.timeIntervalSince1970.rounded(.down)) },
-            fallbackEntitlements: configuration.fallbackEntitlements
+            fallbackEntitlements: configuration.fallbackEntitlements,
+            maxOfflineSeconds: configuration.maxOfflineDays.map { Int64(min(max($0, 0), 36_500)) * 86_400 },
+            freeTierSeed: configuration.freeTierSeed
         )
     }
 
@@ -95,14 +108,7 @@ public final class LicenseManager {
     /// Decides the state from what is stored, without waiting for the network, then refreshes
     /// in the background if a refresh is due (``waitUntilIdle()`` awaits it).
     public func checkOnLaunch() async {
-        do {
-            stored = try PersistedState.load(from: configuration.store)
-        } catch let error as KeylightError {
-            lastError = error
-            stored = PersistedState()
-        } catch {
-            lastError = .storage("\(error)")
-        }
+        guard loadStoredState() else { return }
         if stored.trialStartedAt == nil {
             stored.trialStartedAt = configuration.clock.unixSeconds
             persist()
@@ -132,20 +138,36 @@ public final class LicenseManager {
 
     // MARK: Internals shared by the extensions
 
-    func resolve() {
+    /// Decides the state from what is kept. `announcing: false` keeps a user's own action (a
+    /// deactivation) from being announced as a lifecycle event.
+    func resolve(announcing: Bool = true) {
         let resolution = resolver.resolve(stored, now: configuration.clock.unixSeconds)
+        willChange()
         reason = resolution.reason
         entitlements = resolution.entitlements
-        guard resolution.state != state else { return }
-        state = resolution.state
-        publish()
-        NotificationCenter.default.post(name: .keylightLicenseDidChange, object: self, userInfo: [
-            "state": resolution.state.name, "verification": lastVerification.description,
-        ])
+        let previous = state
+        let event = lifecycle.transition(from: previous, to: resolution.state, licenseExpiresAt: stored.licenseExpiresAt, announcing: announcing)
+        if resolution.state != state {
+            state = resolution.state
+            publish()
+            NotificationCenter.default.post(name: .keylightLicenseDidChange, object: self, userInfo: [
+                "state": resolution.state.name, "verification": lastVerification.description,
+            ])
+        }
+        if let event { NotificationCenter.default.post(name: .keylightLifecycleEvent, object: self, userInfo: event.userInfo) }
+    }
+
+    /// Said before any published property changes, for `ObservableObject` observers (SwiftUI's
+    /// `@StateObject`) on Apple platforms; Observation tracks the properties themselves.
+    func willChange() {
+        #if canImport(Combine)
+        changes &+= 1
+        #endif
     }
 
     /// Records how a response's signature checked out, publishing a change.
     func record(_ verification: VerificationResult) {
+        willChange()
         if case .failed(let reason) = verification, configuration.verificationMode == .informational {
             configuration.onVerificationFailure?(.signatureVerificationFailed(reason))
         }
@@ -159,7 +181,38 @@ public final class LicenseManager {
         for continuation in observers.values { continuation.yield(update) }
     }
 
+    /// Reads what the store keeps. False when the store cannot be read yet (the Keychain before
+    /// the first unlock): nothing is resolved, written or sent until a later read succeeds — an
+    /// empty state written then would erase the license — and the read is retried on a timer.
+    func loadStoredState() -> Bool {
+        do {
+            stored = try PersistedState.load(from: configuration.store)
+        } catch let error as KeylightError where error.code == KeylightError.storageLocked.code {
+            lastError = error
+            storeLocked = true
+            reason = "waiting for the device to be unlocked"
+            let delay = configuration.refreshPolicy.lockedStoreRetry
+            scheduledRefresh?.cancel()
+            scheduledRefresh = Task { [weak self] in
+                try? await Task.sleep(for: .seconds(delay))
+                guard !Task.isCancelled else { return }
+                await self?.checkOnLaunch()
+            }
+            return false
+        } catch let error as KeylightError {
+            // Unreadable (corrupt) state: start again from nothing rather than never launch.
+            lastError = error
+            stored = PersistedState()
+        } catch {
+            lastError = .storage("\(error)")
+            stored = PersistedState()
+        }
+        storeLocked = false
+        return true
+    }
+
     func persist() {
+        guard !storeLocked else { return }
         do {
             try stored.save(to: configuration.store)
         } catch let error as KeylightError {
@@ -191,3 +244,9 @@ public final class LicenseManager {
         return hash
     }
 }
+
+#if canImport(Combine)
+/// SwiftUI code written for `ObservableObject` (`@StateObject`, `@ObservedObject`,
+/// `@EnvironmentObject`) works unchanged; Observation (`@Observable`) works too.
+extension LicenseManager: ObservableObject {}
+#endif

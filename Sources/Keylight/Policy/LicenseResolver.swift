@@ -9,6 +9,7 @@ import KeylightCore
 ///    `limited` when this build was released after the updates the lease's signed
 ///    `updates-until:` date covers; `fallback` → `limited`, `expired` → `expired` (the server's
 ///    word beats local expiry)
+///    A license not validated online for longer than the configured maximum → `expired`.
 /// 4. a license whose lease is missing, untrusted or for another key/instance → `invalid`;
 ///    whose lease ran out while offline → `expired`. A floating license without a live seat
 ///    (given back at quit, or not renewed within its heartbeat) → `limited` until it gets one again.
@@ -24,6 +25,12 @@ struct LicenseResolver: Sendable {
     var appReleaseDate: Int64? = nil
     /// What `limited` grants.
     var fallbackEntitlements: [String] = []
+    /// A license not validated online for longer than this (seconds since the server issued the
+    /// lease kept) resolves `expired` until the server is reached again; nil = no such cap.
+    /// Licenses activated offline (response files) are exempt: they never reach the server.
+    var maxOfflineSeconds: Int64? = nil
+    /// Whether the free tier applies before a verified config says (see ``Configuration/freeTierSeed``).
+    var freeTierSeed = false
 
     struct Resolution: Equatable, Sendable {
         var state: LicenseState
@@ -69,6 +76,9 @@ struct LicenseResolver: Sendable {
             if verification.expired {
                 return Resolution(state: .expired, entitlements: [], reason: "lease expired; the server has not been reached since")
             }
+            if let cap = maxOfflineSeconds, stored.offlineActivation != true, lease.status != .expired, now - lease.issuedAt > cap {
+                return Resolution(state: .expired, entitlements: [], reason: "not validated online for more than \(cap / 86_400) days")
+            }
             switch lease.status {
             case .active:
                 if let until = UpdatesEntitlement.date(in: lease.entitlements), let release = appReleaseDate, release > until {
@@ -88,10 +98,19 @@ struct LicenseResolver: Sendable {
             let daysLeft = Int((trialEnd - now + 86_399) / 86_400)
             return Resolution(state: .trial(daysLeft: daysLeft), entitlements: [], reason: "trial")
         }
-        if config?.freeTierEnabled == true {
+        if config?.freeTierEnabled ?? freeTierSeed {
             return Resolution(state: .freeTier, entitlements: [], reason: "trial over; free tier")
         }
         return Resolution(state: .expired, entitlements: [], reason: config == nil ? "trial over; product config never verified" : "trial over")
+    }
+
+    /// The trial alone, whatever the license: not started (no launch yet), running, or over.
+    func trialStatus(_ stored: PersistedState, now: Int64) -> TrialStatus {
+        guard let startedAt = stored.trialStartedAt else { return .notStarted }
+        let trialDays = Int64(min(max(trustedConfig(stored.config)?.trialDurationDays ?? trialDaysSeed, 0), 36_500))
+        let started = min(max(startedAt, now - 36_500 * 86_400), now)
+        let trialEnd = started + trialDays * 86_400
+        return trialEnd > now ? .active(daysLeft: Int((trialEnd - now + 86_399) / 86_400)) : .expired
     }
 
     /// Seconds a device clock may step back (an NTP correction) before a kept floating lease is

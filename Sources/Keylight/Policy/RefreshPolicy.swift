@@ -13,6 +13,9 @@ public struct RefreshPolicy: Sendable, Hashable {
     public var beaconInterval: Int64 = 24 * 3_600
     public var backoffBase: Double = 30
     public var backoffCap: Double = 3_600
+    /// Seconds between reads of a secure store that is locked at launch (the Keychain before the
+    /// device's first unlock since boot).
+    public var lockedStoreRetry: Double = 15
 
     public init() {}
 

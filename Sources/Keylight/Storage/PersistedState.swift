@@ -48,6 +48,10 @@ struct PersistedState: Codable, Equatable, Sendable {
     /// running ahead would lapse every lease on arrival.
     var leaseReceivedAt: Int64?
 
+    /// When the license itself ends (the server's `license_expires_at`; nil: never, or unknown).
+    /// Not signed, so it grants nothing: it only says when a renewal moved the end (lifecycle events).
+    var licenseExpiresAt: Int64?
+
     static let surrenderLimit = 32
 
     /// How a lease or config imported from an offline response was checked: its own signature and
@@ -82,6 +86,7 @@ struct PersistedState: Codable, Equatable, Sendable {
         offlineActivation = nil
         floatingHeartbeat = nil
         leaseReceivedAt = nil
+        licenseExpiresAt = nil
     }
 
     /// A seat and its lease are kept (a floating license without both holds no seat).

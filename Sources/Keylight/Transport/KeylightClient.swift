@@ -21,7 +21,7 @@ struct KeylightClient: Sendable {
     let clock: any WallClock
     /// The app's version, sent as `app_version` (nil: not sent).
     var appVersion: String?
-    let sdkVersion = "1.0.0"
+    let sdkVersion = Keylight.sdkVersion
 
     /// A reply and how its signature checked out.
     struct Exchange<Value: Sendable>: Sendable {
@@ -104,6 +104,7 @@ struct KeylightClient: Sendable {
     private func post<T: Decodable & Sendable>(_ action: String, _ fields: [String: String]) async -> Exchange<T> {
         var body = fields
         body["sdk_version"] = sdkVersion
+        body["sdk"] = "swift"
         body["platform"] = Self.platform
         if let appVersion = appVersion.flatMap(Self.telemetryValue) { body["app_version"] = appVersion }
         let data = (try? JSONSerialization.data(withJSONObject: body, options: [.sortedKeys])) ?? Data()
@@ -183,6 +184,12 @@ struct KeylightClient: Sendable {
         "macOS"
         #elseif os(iOS)
         "iOS"
+        #elseif os(tvOS)
+        "tvOS"
+        #elseif os(watchOS)
+        "watchOS"
+        #elseif os(visionOS)
+        "visionOS"
         #elseif os(Linux)
         "Linux"
         #else

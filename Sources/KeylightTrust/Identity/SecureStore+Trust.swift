@@ -1,8 +1,5 @@
 import Foundation
 import Keylight
-#if canImport(Security)
-import Security
-#endif
 
 /// Where trust data belongs on this platform.
 public enum TrustStorage {
@@ -10,10 +7,9 @@ public enum TrustStorage {
     /// device (`WhenUnlockedThisDeviceOnly`), on Apple platforms; an encrypted file store under
     /// the user's data directory elsewhere.
     public static func platformDefault(service: String) -> any SecureStore {
-        #if canImport(Security)
-        KeychainStore(service: service, accessibility: kSecAttrAccessibleWhenUnlockedThisDeviceOnly)
-        #else
-        EncryptedFileStore(directory: EncryptedFileStore.defaultDirectory(name: service))
-        #endif
+        if KeychainStore.isAvailable {
+            return KeychainStore(service: service, accessibility: .whenUnlockedThisDeviceOnly)
+        }
+        return EncryptedFileStore(directory: EncryptedFileStore.defaultDirectory(name: service))
     }
 }

@@ -1,6 +1,6 @@
 import Hummingbird
 import NIOCore
-import KeylightTrust
+import KeylightQR
 
 /// A product's licenses: the searchable list, the CSV export, minting, and one license's page
 /// with its devices and actions (revoke, suspend, reinstate, remint, deactivate a device).

@@ -1,6 +1,6 @@
 import Foundation
 import KeylightFuzzSupport
-@testable import KeylightTrust
+@testable import KeylightQR
 import Testing
 
 /// The QR encoder against the standard's structure, and its PNGs read back by an independent

@@ -51,12 +51,13 @@ extension CLI {
 }
 
 
-/// `../shared` beside the package root (or `KEYLIGHT_SHARED_DIR`).
+/// `../shared` beside the repository's root, one above this package's (or `KEYLIGHT_SHARED_DIR`).
 enum Shared {
     static var leaseVectors: URL {
         let base = ProcessInfo.processInfo.environment["KEYLIGHT_SHARED_DIR"].map { URL(fileURLWithPath: $0) }
             ?? URL(fileURLWithPath: #filePath).deletingLastPathComponent().deletingLastPathComponent()
-                .deletingLastPathComponent().deletingLastPathComponent().appendingPathComponent("shared")
+                .deletingLastPathComponent().deletingLastPathComponent().deletingLastPathComponent()
+                .appendingPathComponent("shared")
         return base.appendingPathComponent("conformance/keylight-lease-vectors.json")
     }
 

@@ -1,0 +1,149 @@
+// swift-tools-version: 6.1
+import PackageDescription
+
+// The server, the `keylight` CLI and the benchmarks. A package of its own so that an app adding
+// the repository (the SDK package one folder up) resolves none of these dependencies.
+let package = Package(
+    name: "KeylightServer",
+    platforms: [.macOS(.v14)],
+    products: [
+        .library(name: "KeylightServer", targets: ["KeylightServer"]),
+        .executable(name: "keylight", targets: ["KeylightCLI"]),
+        .executable(name: "keylight-bench", targets: ["keylight-bench"]),
+    ],
+    dependencies: [
+        // The SDK package: formats, crypto, the SDK (the CLI's client and the end-to-end tests), QR.
+        .package(name: "Keylight", path: ".."),
+        .package(url: "https://github.com/apple/swift-crypto.git", "3.12.3"..<"5.0.0"),
+        .package(url: "https://github.com/apple/swift-argument-parser.git", from: "1.8.2"),
+        .package(url: "https://github.com/hummingbird-project/hummingbird.git", from: "2.28.1"),
+        .package(url: "https://github.com/apple/swift-http-types.git", from: "1.8.0"),
+        .package(url: "https://github.com/apple/swift-nio.git", from: "2.101.2"),
+        .package(url: "https://github.com/apple/swift-nio-extras.git", from: "1.35.2"),
+        .package(url: "https://github.com/apple/swift-log.git", from: "1.16.2"),
+        .package(url: "https://github.com/swift-server/swift-prometheus.git", from: "2.4.1"),
+        .package(url: "https://github.com/swift-server/swift-service-lifecycle.git", from: "2.13.0"),
+        .package(url: "https://github.com/vapor/sql-kit.git", from: "3.36.0"),
+        .package(url: "https://github.com/vapor/sqlite-kit.git", from: "4.5.2"),
+        .package(url: "https://github.com/vapor/postgres-kit.git", from: "2.17.0"),
+        .package(url: "https://github.com/swift-server/async-http-client.git", from: "1.37.0"),
+        .package(url: "https://github.com/hummingbird-project/hummingbird-auth.git", from: "2.5.0"),
+        .package(url: "https://github.com/hummingbird-project/swift-mustache.git", from: "2.1.1"),
+    ],
+    targets: [
+        .target(
+            name: "KeylightServer",
+            dependencies: [
+                .product(name: "KeylightCore", package: "Keylight"),
+                .product(name: "KeylightQR", package: "Keylight"),
+                .product(name: "Crypto", package: "swift-crypto"),
+                .product(name: "Hummingbird", package: "hummingbird"),
+                .product(name: "HummingbirdCore", package: "hummingbird"),
+                .product(name: "NIOHTTPTypes", package: "swift-nio-extras"),
+                .product(name: "HTTPTypes", package: "swift-http-types"),
+                .product(name: "NIOCore", package: "swift-nio"),
+                .product(name: "NIOPosix", package: "swift-nio"),
+                .product(name: "Logging", package: "swift-log"),
+                .product(name: "Prometheus", package: "swift-prometheus"),
+                .product(name: "ServiceLifecycle", package: "swift-service-lifecycle"),
+                .product(name: "UnixSignals", package: "swift-service-lifecycle"),
+                .product(name: "SQLKit", package: "sql-kit"),
+                .product(name: "SQLiteKit", package: "sqlite-kit"),
+                .product(name: "PostgresKit", package: "postgres-kit"),
+                .product(name: "AsyncHTTPClient", package: "async-http-client"),
+                .product(name: "NIOHTTP1", package: "swift-nio"),
+                .product(name: "HummingbirdAuth", package: "hummingbird-auth"),
+                .product(name: "HummingbirdBcrypt", package: "hummingbird-auth"),
+                .product(name: "Mustache", package: "swift-mustache"),
+            ],
+            // Dashboard templates (each beside the view model it renders; copied to the bundle's
+            // top level, where the renderer finds them by name) and static files, read once at start-up.
+            resources: [
+                .copy("Dashboard/Pages/layout.mustache"), .copy("Dashboard/Pages/error.mustache"),
+                .copy("Dashboard/Account/login.mustache"),
+                .copy("Dashboard/Tenants/home.mustache"), .copy("Dashboard/Tenants/tenant.mustache"),
+                .copy("Dashboard/Products/product.mustache"),
+                .copy("Dashboard/Licenses/licenses.mustache"), .copy("Dashboard/Licenses/license.mustache"),
+                .copy("Dashboard/SigningKeys/signing_keys.mustache"),
+                .copy("Dashboard/Audit/audit.mustache"),
+                .copy("Portal/portal_layout.mustache"), .copy("Portal/portal.mustache"),
+                .copy("Dashboard/Static"),
+            ]
+        ),
+        .executableTarget(
+            // The CLI; its product (the binary) is `keylight`. The target is not called `keylight`:
+            // on a case-insensitive disk (a Mac's default) it would share a folder with `Keylight`.
+            name: "KeylightCLI",
+            dependencies: [
+                "KeylightServer",
+                .product(name: "KeylightCore", package: "Keylight"),
+                .product(name: "Keylight", package: "Keylight"),
+                .product(name: "KeylightTrust", package: "Keylight"),
+                .product(name: "Logging", package: "swift-log"),
+                .product(name: "ArgumentParser", package: "swift-argument-parser"),
+            ]
+        ),
+        .executableTarget(
+            name: "keylight-bench",
+            dependencies: [
+                "KeylightServer",
+                .product(name: "KeylightCore", package: "Keylight"),
+                .product(name: "Keylight", package: "Keylight"),
+                .product(name: "AsyncHTTPClient", package: "async-http-client"),
+                .product(name: "Logging", package: "swift-log"),
+                .product(name: "NIOCore", package: "swift-nio"),
+                .product(name: "NIOConcurrencyHelpers", package: "swift-nio"),
+                .product(name: "Crypto", package: "swift-crypto"),
+                .product(name: "ArgumentParser", package: "swift-argument-parser"),
+            ]
+        ),
+        .target(
+            // Live HTTP servers that record requests (webhook receivers, a fake Stripe) for the tests.
+            name: "KeylightTestSupport",
+            dependencies: [
+                .product(name: "Hummingbird", package: "hummingbird"),
+                .product(name: "NIOConcurrencyHelpers", package: "swift-nio"),
+                .product(name: "Logging", package: "swift-log"),
+            ],
+            path: "Tests/KeylightTestSupport"
+        ),
+        .testTarget(
+            // The SDK against a live server.
+            name: "KeylightEndToEndTests",
+            dependencies: [
+                "KeylightServer", "KeylightTestSupport",
+                .product(name: "Keylight", package: "Keylight"),
+                .product(name: "KeylightCore", package: "Keylight"),
+                .product(name: "KeylightFuzzSupport", package: "Keylight"),
+                .product(name: "Logging", package: "swift-log"),
+                .product(name: "Crypto", package: "swift-crypto"),
+            ]
+        ),
+        .testTarget(
+            name: "KeylightServerTests",
+            dependencies: [
+                "KeylightServer",
+                "KeylightTestSupport",
+                .product(name: "KeylightCore", package: "Keylight"),
+                .product(name: "KeylightFuzzSupport", package: "Keylight"),
+                .product(name: "Crypto", package: "swift-crypto"),
+                .product(name: "HummingbirdTesting", package: "hummingbird"),
+                .product(name: "SQLKit", package: "sql-kit"),
+                .product(name: "AsyncHTTPClient", package: "async-http-client"),
+                .product(name: "NIOConcurrencyHelpers", package: "swift-nio"),
+            ]
+        ),
+        .testTarget(
+            // Depends on the executable so `swift test` builds the binary the tests run as a subprocess.
+            name: "KeylightCLITests",
+            dependencies: [
+                "KeylightCLI", "KeylightServer", "KeylightTestSupport",
+                .product(name: "KeylightCore", package: "Keylight"),
+                .product(name: "KeylightFuzzSupport", package: "Keylight"),
+                .product(name: "AsyncHTTPClient", package: "async-http-client"),
+                .product(name: "NIOConcurrencyHelpers", package: "swift-nio"),
+                .product(name: "NIOHTTP1", package: "swift-nio"),
+            ]
+        ),
+    ]
+)

@@ -1,0 +1,78 @@
+import Crypto
+import Foundation
+
+// `Keylight.manager(...)`: module-level functions, so they read as the documentation writes them
+// (a type named `Keylight` would shadow the module's name).
+
+/// The app's license manager for `configuration` (the documented entry point; the same as
+/// `LicenseManager(configuration:)`).
+@MainActor
+public func manager(_ configuration: KeylightConfiguration) -> LicenseManager {
+    LicenseManager(configuration: configuration)
+}
+
+/// The app's license manager, with the hosted Keylight SDK's arguments, so code written for it
+/// compiles unchanged:
+///
+/// ```swift
+/// static let manager = try! Keylight.manager(
+///     sdkKey: "sdk_live_…", tenantId: "acme", productId: "widget", keyPrefix: "ACME",
+///     trustedPublicKeyBase64: "…", trialDurationDays: 14)
+/// ```
+///
+/// The hosted SDK talks to the hosted service; this one to your server, named by `serverURL` or,
+/// when that is nil, by `KeylightServerURL` in the app's Info.plist (``Configuration/bundleServerURL(_:environment:)``).
+///
+/// - Parameters:
+///   - trustedPublicKeyBase64: the tenant's Ed25519 public key (32 bytes, base64), trusted under `kid`.
+///   - trialDurationDays: the trial's length until the server's signed config says otherwise.
+///   - freeTierEnabled: whether the free tier applies until the server's signed config says.
+///   - maxOfflineDays: a license not validated online for more than this many days resolves
+///     `.expired` until the server is reached again; nil turns the cap off.
+///   - storage: where the license is kept.
+/// - Throws: ``KeylightError/configuration(_:)`` for a key that is not an Ed25519 public key,
+///   identifiers the server cannot have, or no server URL.
+@MainActor
+public func manager(
+    sdkKey: String,
+    tenantId: String,
+    productId: String,
+    keyPrefix: String,
+    trustedPublicKeyBase64: String,
+    trialDurationDays: Int,
+    branding: BrandingConfig? = nil,
+    kid: String = "k1",
+    freeTierEnabled: Bool = false,
+    maxOfflineDays: Int? = 15,
+    storage: StorageBackend = .encryptedFile(),
+    serverURL: URL? = nil
+) throws -> LicenseManager {
+    guard let raw = Data(base64Encoded: trustedPublicKeyBase64.trimmingCharacters(in: .whitespacesAndNewlines)),
+          let key = try? Curve25519.Signing.PublicKey(rawRepresentation: raw) else {
+        throw KeylightError.configuration("trustedPublicKeyBase64 is not an Ed25519 public key (32 bytes, base64)")
+    }
+    for (name, value) in [("tenantId", tenantId), ("productId", productId)] where !Configuration.isIdentifier(value) {
+        throw KeylightError.configuration("\(name) must be 1-63 of a-z 0-9 _ -, starting with a letter or digit")
+    }
+    guard let server = serverURL ?? Configuration.bundleServerURL() else {
+        throw KeylightError.configuration("no server URL: pass serverURL: or set KeylightServerURL in the app's Info.plist")
+    }
+    let configuration = Configuration(
+        serverURL: server, tenantId: tenantId, productId: productId, sdkKey: sdkKey, keyPrefix: keyPrefix,
+        trustedKeys: [kid: key], trialDaysSeed: trialDurationDays, freeTierSeed: freeTierEnabled,
+        maxOfflineDays: maxOfflineDays, branding: branding, storage: storage
+    )
+    return LicenseManager(configuration: configuration)
+}
+
+extension Configuration {
+    /// A tenant or product id as the server accepts them: `[a-z0-9][a-z0-9_-]{0,62}`.
+    static func isIdentifier(_ text: String) -> Bool {
+        let bytes = Array(text.utf8)
+        guard (1...63).contains(bytes.count) else { return false }
+        return bytes.enumerated().allSatisfy { index, byte in
+            let alphanumeric = (0x61...0x7A).contains(byte) || (0x30...0x39).contains(byte)
+            return alphanumeric || (index > 0 && (byte == 0x5F || byte == 0x2D))
+        }
+    }
+}
