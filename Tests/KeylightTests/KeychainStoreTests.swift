@@ -107,11 +107,11 @@ final class FakeKeychain: KeychainServices, @unchecked Sendable {
             #expect(["cku", "aku", "akpu"].contains(accessible))
         }
         #expect(keychain.writes[0][KeychainAttribute.accessible] as? String == "cku")
+        #expect(keychain.writes[0][KeychainAttribute.synchronizable] as? Bool == false)  // the add carries the query
         #expect(keychain.writes[2][KeychainAttribute.accessible] as? String == "aku")
-        // The query every call is made with: outside iCloud Keychain, in the data-protection keychain.
+        // The query every call is made with: outside iCloud Keychain.
         let query = KeylightStoreFactory.store(keychain).query("state")
         #expect(query[KeychainAttribute.synchronizable] as? Bool == false)
-        #expect(query[KeychainAttribute.useDataProtectionKeychain] as? Bool == true)
         #expect(query[KeychainAttribute.itemClass] as? String == KeychainAttribute.genericPassword)
         #expect(KeychainAccessibility.allCases.allSatisfy { $0.rawValue.hasSuffix("u") })
     }
@@ -153,7 +153,6 @@ final class FakeKeychain: KeychainServices, @unchecked Sendable {
         #expect(KeychainAttribute.returnData == kSecReturnData as String)
         #expect(KeychainAttribute.matchLimit == kSecMatchLimit as String)
         #expect(KeychainAttribute.matchLimitOne == kSecMatchLimitOne as String)
-        #expect(KeychainAttribute.useDataProtectionKeychain == kSecUseDataProtectionKeychain as String)
         #expect(KeychainAccessibility.afterFirstUnlockThisDeviceOnly.rawValue == kSecAttrAccessibleAfterFirstUnlockThisDeviceOnly as String)
         #expect(KeychainAccessibility.whenUnlockedThisDeviceOnly.rawValue == kSecAttrAccessibleWhenUnlockedThisDeviceOnly as String)
         #expect(KeychainAccessibility.whenPasscodeSetThisDeviceOnly.rawValue == kSecAttrAccessibleWhenPasscodeSetThisDeviceOnly as String)

@@ -45,9 +45,6 @@ public enum KeychainAttribute {
     public static let returnData = "r_Data"              // kSecReturnData
     public static let matchLimit = "m_Limit"             // kSecMatchLimit
     public static let matchLimitOne = "m_LimitOne"       // kSecMatchLimitOne
-    /// `kSecUseDataProtectionKeychain`: on macOS, the iOS-style keychain, whose items honour the
-    /// accessibility class (the legacy file keychain ignores it).
-    public static let useDataProtectionKeychain = "nleg"
 }
 
 /// When a Keychain item can be read. Only `…ThisDeviceOnly` classes: a license or device

@@ -1,7 +1,9 @@
 import Foundation
 
-/// The secure store on Apple platforms: generic-password Keychain items of the data-protection
-/// keychain, never synchronised through iCloud and never restored to another device.
+/// The secure store on Apple platforms: generic-password Keychain items, never synchronised
+/// through iCloud and never restored to another device. (Not the data-protection keychain on
+/// macOS: it needs a signed app with a keychain-access-group entitlement, which command-line tools
+/// and unsigned development builds lack, and items kept by earlier releases are in the login keychain.)
 ///
 /// Every Keychain call goes through ``KeychainServices``; the default is the real one
 /// (``SystemKeychain``). A Keychain that cannot be read yet (`errSecInteractionNotAllowed`, a
@@ -29,7 +31,6 @@ public struct KeychainStore: SecureStore {
             KeychainAttribute.service: service,
             KeychainAttribute.account: key,
             KeychainAttribute.synchronizable: false,
-            KeychainAttribute.useDataProtectionKeychain: true,
         ]
     }
 

@@ -10,7 +10,7 @@ public struct SystemKeychain: KeychainServices {
 
     public func add(_ attributes: [String: any Sendable]) -> Int32 {
         #if canImport(Security)
-        SecItemAdd(attributes as CFDictionary, nil)
+        SecItemAdd(attributes as [String: Any] as CFDictionary, nil)
         #else
         KeychainStatus.unimplemented
         #endif
@@ -19,7 +19,7 @@ public struct SystemKeychain: KeychainServices {
     public func copyMatching(_ query: [String: any Sendable]) -> (status: Int32, result: Any?) {
         #if canImport(Security)
         var result: CFTypeRef?
-        let status = SecItemCopyMatching(query as CFDictionary, &result)
+        let status = SecItemCopyMatching(query as [String: Any] as CFDictionary, &result)
         return (status, result)
         #else
         (KeychainStatus.unimplemented, nil)
@@ -28,7 +28,7 @@ public struct SystemKeychain: KeychainServices {
 
     public func update(_ query: [String: any Sendable], _ attributes: [String: any Sendable]) -> Int32 {
         #if canImport(Security)
-        SecItemUpdate(query as CFDictionary, attributes as CFDictionary)
+        SecItemUpdate(query as [String: Any] as CFDictionary, attributes as [String: Any] as CFDictionary)
         #else
         KeychainStatus.unimplemented
         #endif
@@ -36,7 +36,7 @@ public struct SystemKeychain: KeychainServices {
 
     public func delete(_ query: [String: any Sendable]) -> Int32 {
         #if canImport(Security)
-        SecItemDelete(query as CFDictionary)
+        SecItemDelete(query as [String: Any] as CFDictionary)
         #else
         KeychainStatus.unimplemented
         #endif
