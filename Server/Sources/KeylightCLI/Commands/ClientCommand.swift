@@ -175,7 +175,8 @@ extension ClientAction {
     }
 }
 
-extension VerificationMode: ExpressibleByArgument {}
+// The SDK package has no argument parser; the conformance can live only here.
+extension VerificationMode: @retroactive ExpressibleByArgument {}
 
 /// `{"state","days_left","entitlements","instance_id","lease_expires_at","reason","last_error","verification"}`, plus
 /// `floating`, `over_limit` and `updates_until` when they apply.

@@ -96,4 +96,5 @@ struct LeaseCommand: ParsableCommand {
     }
 }
 
-extension Lease.Status: ExpressibleByArgument {}
+// KeylightCore has no argument parser; the conformance can live only here.
+extension Lease.Status: @retroactive ExpressibleByArgument {}
