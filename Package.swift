@@ -19,6 +19,13 @@ let package = Package(
         // child processes), here so the server package's tests can use them too. Not for apps.
         .library(name: "KeylightFuzzSupport", targets: ["KeylightFuzzSupport"]),
     ],
+    traits: [
+        .trait(
+            name: "URLSessionTransport",
+            description: "The SDK's default transport, URLSession. On Linux it comes from FoundationNetworking (libcurl); the server package turns the trait off so its binary links statically and uses its own HTTP client."
+        ),
+        .default(enabledTraits: ["URLSessionTransport"]),
+    ],
     dependencies: [
         // 3.12 and 4.x share the Curve25519/SHA256/HMAC API Keylight uses; the range lets apps
         // that pin either major line embed the SDK.

@@ -13,7 +13,9 @@ let package = Package(
     ],
     dependencies: [
         // The SDK package: formats, crypto, the SDK (the CLI's client and the end-to-end tests), QR.
-        .package(name: "Keylight", path: ".."),
+        // Without its URLSessionTransport trait: FoundationNetworking (and so libcurl) stays out of
+        // the binary, which then links statically; the CLI's client uses the server's HTTP client.
+        .package(name: "Keylight", path: "..", traits: []),
         .package(url: "https://github.com/apple/swift-crypto.git", "3.12.3"..<"5.0.0"),
         .package(url: "https://github.com/apple/swift-argument-parser.git", from: "1.8.2"),
         .package(url: "https://github.com/hummingbird-project/hummingbird.git", from: "2.28.1"),
@@ -56,18 +58,29 @@ let package = Package(
                 .product(name: "HummingbirdBcrypt", package: "hummingbird-auth"),
                 .product(name: "Mustache", package: "swift-mustache"),
             ],
-            // Dashboard templates (each beside the view model it renders; copied to the bundle's
-            // top level, where the renderer finds them by name) and static files, read once at start-up.
+            // Dashboard templates (each beside the view model it renders) and static files, compiled
+            // into the binary (`PackageResources`): the server reads no file of its own at run time,
+            // so the one binary is all an operator copies.
             resources: [
-                .copy("Dashboard/Pages/layout.mustache"), .copy("Dashboard/Pages/error.mustache"),
-                .copy("Dashboard/Account/login.mustache"),
-                .copy("Dashboard/Tenants/home.mustache"), .copy("Dashboard/Tenants/tenant.mustache"),
-                .copy("Dashboard/Products/product.mustache"),
-                .copy("Dashboard/Licenses/licenses.mustache"), .copy("Dashboard/Licenses/license.mustache"),
-                .copy("Dashboard/SigningKeys/signing_keys.mustache"),
-                .copy("Dashboard/Audit/audit.mustache"),
-                .copy("Portal/portal_layout.mustache"), .copy("Portal/portal.mustache"),
-                .copy("Dashboard/Static"),
+                .embedInCode("Dashboard/Pages/layout.mustache"), .embedInCode("Dashboard/Pages/error.mustache"),
+                .embedInCode("Dashboard/Account/login.mustache"),
+                .embedInCode("Dashboard/Tenants/home.mustache"), .embedInCode("Dashboard/Tenants/tenant.mustache"),
+                .embedInCode("Dashboard/Products/product.mustache"),
+                .embedInCode("Dashboard/Licenses/licenses.mustache"), .embedInCode("Dashboard/Licenses/license.mustache"),
+                .embedInCode("Dashboard/SigningKeys/signing_keys.mustache"),
+                .embedInCode("Dashboard/Audit/audit.mustache"),
+                .embedInCode("Portal/portal_layout.mustache"), .embedInCode("Portal/portal.mustache"),
+                .embedInCode("Dashboard/Static/dashboard.css"), .embedInCode("Dashboard/Static/dashboard.js"),
+            ]
+        ),
+        .target(
+            // The SDK's transport over AsyncHTTPClient (the CLI's client, end-to-end tests, benchmarks).
+            name: "KeylightHTTPTransport",
+            dependencies: [
+                .product(name: "Keylight", package: "Keylight"),
+                .product(name: "AsyncHTTPClient", package: "async-http-client"),
+                .product(name: "NIOCore", package: "swift-nio"),
+                .product(name: "NIOHTTP1", package: "swift-nio"),
             ]
         ),
         .executableTarget(
@@ -75,7 +88,7 @@ let package = Package(
             // on a case-insensitive disk (a Mac's default) it would share a folder with `Keylight`.
             name: "KeylightCLI",
             dependencies: [
-                "KeylightServer",
+                "KeylightServer", "KeylightHTTPTransport",
                 .product(name: "KeylightCore", package: "Keylight"),
                 .product(name: "Keylight", package: "Keylight"),
                 .product(name: "KeylightTrust", package: "Keylight"),
@@ -86,7 +99,7 @@ let package = Package(
         .executableTarget(
             name: "keylight-bench",
             dependencies: [
-                "KeylightServer",
+                "KeylightServer", "KeylightHTTPTransport",
                 .product(name: "KeylightCore", package: "Keylight"),
                 .product(name: "Keylight", package: "Keylight"),
                 .product(name: "AsyncHTTPClient", package: "async-http-client"),
@@ -111,7 +124,7 @@ let package = Package(
             // The SDK against a live server.
             name: "KeylightEndToEndTests",
             dependencies: [
-                "KeylightServer", "KeylightTestSupport",
+                "KeylightServer", "KeylightTestSupport", "KeylightHTTPTransport",
                 .product(name: "Keylight", package: "Keylight"),
                 .product(name: "KeylightCore", package: "Keylight"),
                 .product(name: "KeylightFuzzSupport", package: "Keylight"),

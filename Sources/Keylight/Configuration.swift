@@ -94,7 +94,7 @@ public struct Configuration: Sendable {
         self.branding = branding
         self.storage = store == nil ? (storage ?? .platformDefault) : storage
         self.store = store ?? (storage ?? .platformDefault).store(tenantId: tenantId, productId: productId)
-        self.transport = transport ?? URLSessionTransport(baseURL: serverURL)
+        self.transport = transport ?? Self.defaultTransport(baseURL: serverURL)
     }
 
     /// The release date the bundle declares under `KeylightReleaseDate` in its Info.plist: a

@@ -1,6 +1,7 @@
 import Crypto
 import Foundation
 import Keylight
+import KeylightHTTPTransport
 import KeylightCore
 import Testing
 
@@ -10,7 +11,8 @@ import Testing
     static func manager(_ server: LiveServer, sdkKey: String, store: any SecureStore, trusted: Keyset) -> LicenseManager {
         LicenseManager(configuration: Configuration(
             serverURL: server.url, tenantId: "acme", productId: "app", sdkKey: sdkKey, keyPrefix: "ACME",
-            trustedKeys: trusted.keys, trialDaysSeed: 3, instanceName: "E2E Mac", store: store
+            trustedKeys: trusted.keys, trialDaysSeed: 3, instanceName: "E2E Mac", store: store,
+            transport: HTTPClientTransport(baseURL: server.url)
         ))
     }
 
@@ -146,7 +148,7 @@ import Testing
         // The same app built with a wrong product id: 404 on every call, and the customer stays licensed.
         let misconfigured = LicenseManager(configuration: Configuration(
             serverURL: server.url, tenantId: "acme", productId: "app-typo", sdkKey: seed.sdkKey, keyPrefix: "ACME",
-            trustedKeys: trusted.keys, instanceName: "E2E Mac", store: store
+            trustedKeys: trusted.keys, instanceName: "E2E Mac", store: store, transport: HTTPClientTransport(baseURL: server.url)
         ))
         await misconfigured.checkOnLaunch()
         await misconfigured.refreshIfNeeded(force: true)

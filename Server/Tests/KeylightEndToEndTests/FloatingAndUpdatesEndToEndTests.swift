@@ -1,5 +1,6 @@
 import Foundation
 import Keylight
+import KeylightHTTPTransport
 import KeylightCore
 import KeylightTestSupport
 import Testing
@@ -33,7 +34,7 @@ import Testing
         LicenseManager(configuration: Configuration(
             serverURL: server.url, tenantId: "acme", productId: "app", sdkKey: sdkKey, keyPrefix: "ACME",
             trustedKeys: trusted.keys, instanceName: name, appReleaseDate: release, fallbackEntitlements: ["view"],
-            store: InMemoryStore(), transport: transport
+            store: InMemoryStore(), transport: transport ?? HTTPClientTransport(baseURL: server.url)
         ))
     }
 
@@ -53,9 +54,9 @@ import Testing
         try await server.start { $0.seatSweepInterval = .seconds(1) }
         let seed = try await Self.seed(server, ["floating": true, "heartbeat_seconds": 10])
         let trusted = try await server.tenantKeyset()
-        let studioCable = Cable(URLSessionTransport(baseURL: server.url))
+        let studioCable = Cable(HTTPClientTransport(baseURL: server.url))
         let studio = Self.manager(server, sdkKey: seed.sdkKey, trusted: trusted, name: "Studio", transport: studioCable)
-        let laptopCable = Cable(URLSessionTransport(baseURL: server.url))
+        let laptopCable = Cable(HTTPClientTransport(baseURL: server.url))
         let laptop = Self.manager(server, sdkKey: seed.sdkKey, trusted: trusted, name: "Laptop", transport: laptopCable)
         for manager in [studio, laptop] { await manager.checkOnLaunch(); await manager.waitUntilIdle() }
 
@@ -110,7 +111,8 @@ import Testing
         func launch() async -> LicenseManager {
             let manager = LicenseManager(configuration: Configuration(
                 serverURL: server.url, tenantId: "acme", productId: "app", sdkKey: seed.sdkKey, keyPrefix: "ACME",
-                trustedKeys: trusted.keys, instanceName: "Studio", appReleaseDate: nil, store: store
+                trustedKeys: trusted.keys, instanceName: "Studio", appReleaseDate: nil, store: store,
+                transport: HTTPClientTransport(baseURL: server.url)
             ))
             await manager.checkOnLaunch()
             await manager.waitUntilIdle()

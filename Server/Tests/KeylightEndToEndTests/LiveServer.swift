@@ -1,10 +1,8 @@
 import Crypto
 import Foundation
 import KeylightFuzzSupport
-#if canImport(FoundationNetworking)
-import FoundationNetworking
-#endif
 import Keylight
+import KeylightHTTPTransport
 import KeylightCore
 import KeylightServer
 import Logging
@@ -77,24 +75,24 @@ final class LiveServer: @unchecked Sendable {
         var all = ["Content-Type": "application/json"].merging(headers) { $1 }
         if let bearer { all["Authorization"] = "Bearer \(bearer)" }
         let data = try raw ?? body.map { try JSONSerialization.data(withJSONObject: $0) }
-        let response = try await URLSessionTransport(baseURL: url).send(TransportRequest(method: method, path: path, headers: all, body: data))
+        let response = try await HTTPClientTransport(baseURL: url).send(TransportRequest(method: method, path: path, headers: all, body: data))
         return (response.status, (try? JSONSerialization.jsonObject(with: response.body) as? [String: Any]) ?? [:], response.headers)
     }
 
     /// The tenant keyset (protocol 6.1), as an app build pins it: next, active and grace keys.
     func tenantKeyset(tenant: String = "acme") async throws -> Keyset {
-        let response = try await URLSessionTransport(baseURL: url).send(TransportRequest(method: "GET", path: "/\(tenant)/.well-known/keylight-keys"))
+        let response = try await HTTPClientTransport(baseURL: url).send(TransportRequest(method: "GET", path: "/\(tenant)/.well-known/keylight-keys"))
         return try Keyset(json: response.body)
     }
 
     /// The kid the tenant signs with now.
     func tenantKeyset(tenant: String = "acme", primaryKid: Bool) async throws -> String? {
-        let response = try await URLSessionTransport(baseURL: url).send(TransportRequest(method: "GET", path: "/\(tenant)/.well-known/keylight-keys"))
+        let response = try await HTTPClientTransport(baseURL: url).send(TransportRequest(method: "GET", path: "/\(tenant)/.well-known/keylight-keys"))
         return (try JSONSerialization.jsonObject(with: response.body) as? [String: Any])?["primary_kid"] as? String
     }
 
     func keyset() async throws -> Keyset {
-        let response = try await URLSessionTransport(baseURL: url).send(TransportRequest(method: "GET", path: "/.well-known/keylight-keys.json"))
+        let response = try await HTTPClientTransport(baseURL: url).send(TransportRequest(method: "GET", path: "/.well-known/keylight-keys.json"))
         return try Keyset(json: response.body)
     }
 

@@ -1,6 +1,7 @@
 import Crypto
 import Foundation
 import Keylight
+import KeylightHTTPTransport
 import KeylightCore
 import Testing
 
@@ -17,7 +18,8 @@ import Testing
     ) -> LicenseManager {
         LicenseManager(configuration: Configuration(
             serverURL: url ?? server.url, tenantId: "acme", productId: "app", sdkKey: sdkKey, keyPrefix: "ACME",
-            trustedKeys: trusted.keys, instanceName: name, verificationMode: mode, clock: clock, store: store
+            trustedKeys: trusted.keys, instanceName: name, verificationMode: mode, clock: clock, store: store,
+            transport: HTTPClientTransport(baseURL: url ?? server.url)
         ))
     }
 

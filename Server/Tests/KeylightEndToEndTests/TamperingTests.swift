@@ -1,6 +1,7 @@
 import Crypto
 import Foundation
 import Keylight
+import KeylightHTTPTransport
 import KeylightCore
 import Testing
 
@@ -12,7 +13,7 @@ final class TamperingProxy: Transport, @unchecked Sendable {
         case editBody, stripSignature, replay, foreignIntermediate, expiredIntermediate, forgeRejection
     }
 
-    let upstream: URLSessionTransport
+    let upstream: HTTPClientTransport
     /// Claims the server's root kid with a key of its own.
     let foreignRoot: SigningKey
     /// A root the app trusts, whose intermediate expired yesterday.
@@ -21,7 +22,7 @@ final class TamperingProxy: Transport, @unchecked Sendable {
     private var _attack: Attack?
     private var lastValidate: TransportResponse?
 
-    init(upstream: URLSessionTransport, serverKid: String, expiredRoot: SigningKey) throws {
+    init(upstream: HTTPClientTransport, serverKid: String, expiredRoot: SigningKey) throws {
         self.upstream = upstream
         self.foreignRoot = try SigningKey.generate(kid: serverKid)
         self.expiredRoot = expiredRoot
@@ -80,7 +81,7 @@ final class TamperingProxy: Transport, @unchecked Sendable {
         let expiredRoot = try SigningKey.generate(kid: "test-root")
         var trusted = keyset.keys
         trusted[expiredRoot.kid] = expiredRoot.publicKey
-        let proxy = try TamperingProxy(upstream: URLSessionTransport(baseURL: server.url), serverKid: keyset.keys.keys.first!, expiredRoot: expiredRoot)
+        let proxy = try TamperingProxy(upstream: HTTPClientTransport(baseURL: server.url), serverKid: keyset.keys.keys.first!, expiredRoot: expiredRoot)
         let manager = LicenseManager(configuration: Configuration(
             serverURL: server.url, tenantId: "acme", productId: "app", sdkKey: seed.sdkKey, keyPrefix: "ACME", trustedKeys: trusted,
             verificationMode: mode, store: EndToEndTests.store(), transport: proxy

@@ -1,5 +1,5 @@
 import Foundation
-#if canImport(FoundationNetworking)
+#if canImport(FoundationNetworking) && URLSessionTransport
 import FoundationNetworking
 #endif
 
@@ -38,6 +38,7 @@ public protocol Transport: Sendable {
     func send(_ request: TransportRequest) async throws -> TransportResponse
 }
 
+#if !canImport(FoundationNetworking) || URLSessionTransport
 /// The production transport: `URLSession` with an ephemeral configuration (no cookies, no cache).
 public struct URLSessionTransport: Transport {
     public let baseURL: URL
@@ -65,5 +66,25 @@ public struct URLSessionTransport: Transport {
             if let name = name as? String, let value = value as? String { headers[name.lowercased()] = value }
         }
         return TransportResponse(status: http.statusCode, headers: headers, body: data)
+    }
+}
+#endif
+
+/// The transport of a build without one (Linux with the `URLSessionTransport` trait off, as the
+/// server package builds the SDK): every request fails, saying to inject a transport.
+struct NoDefaultTransport: Transport {
+    func send(_ request: TransportRequest) async throws -> TransportResponse {
+        throw KeylightError.configuration("this build has no default transport (the URLSessionTransport trait is off): pass one in Configuration(transport:)")
+    }
+}
+
+extension Configuration {
+    /// URLSession where the build has it.
+    static func defaultTransport(baseURL: URL) -> any Transport {
+        #if !canImport(FoundationNetworking) || URLSessionTransport
+        URLSessionTransport(baseURL: baseURL)
+        #else
+        NoDefaultTransport()
+        #endif
     }
 }

@@ -1,6 +1,7 @@
 import ArgumentParser
 import Foundation
 import Keylight
+import KeylightHTTPTransport
 import KeylightCore
 
 /// `keylight client`: the SDK as a command-line app, and an example of embedding it.
@@ -72,7 +73,7 @@ struct ClientCommand: AsyncParsableCommand {
             return LicenseManager(configuration: Configuration(
                 serverURL: url, tenantId: tenant, productId: product, sdkKey: sdkKey, keyPrefix: keyPrefix ?? fallback,
                 trustedKeys: keyset.keys, trialDaysSeed: trialDays, verificationMode: verification, appReleaseDate: releaseDate,
-                store: EncryptedFileStore(directory: URL(fileURLWithPath: store))
+                store: EncryptedFileStore(directory: URL(fileURLWithPath: store)), transport: HTTPClientTransport(baseURL: url)
             ))
         }
     }

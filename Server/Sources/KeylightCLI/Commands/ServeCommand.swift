@@ -89,6 +89,15 @@ struct ServeCommand: AsyncParsableCommand {
     @Option(help: "Proxies (CIDR[,CIDR...]) whose X-Forwarded-For names the client, for rate limits; also KEYLIGHT_TRUSTED_PROXIES. Default: none (the socket peer is the client).")
     var trustedProxies: String?
 
+    @Option(help: "Take backups of the SQLite database into this folder: one at start, then every --backup-every, keeping --backup-keep.")
+    var backupDir: String?
+
+    @Option(help: "Time between scheduled backups, as 30m, 1h, 1d (with --backup-dir).")
+    var backupEvery: IntervalOption = IntervalOption(seconds: 3_600)
+
+    @Option(help: "How many scheduled backups to keep (with --backup-dir).")
+    var backupKeep = 48
+
     enum LogFormat: String, ExpressibleByArgument { case text, json }
 
     func run() async throws {
@@ -140,6 +149,17 @@ struct ServeCommand: AsyncParsableCommand {
             }
             configuration.trustedProxies = proxies
         }
+        if let backupDir {
+            guard (1...100_000).contains(backupKeep), backupEvery.seconds >= 60 else {
+                Standard.error("keylight: error: --backup-keep must be 1-100000 and --backup-every at least 1m")
+                throw ExitCode(64)
+            }
+            guard database.resolvedDatabaseURL == nil else {
+                Standard.error("keylight: error: --backup-dir backs up the SQLite database; back PostgreSQL up with pg_dump (see the README)")
+                throw ExitCode(64)
+            }
+            configuration.backups = BackupSchedule(directory: backupDir, interval: .seconds(backupEvery.seconds), keep: backupKeep)
+        }
         if let rateLimitAddress { configuration.limits.perAddress = rateLimitAddress.limit }
         if let rateLimitLicense { configuration.limits.perLicense = rateLimitLicense.limit }
 
@@ -189,6 +209,27 @@ struct MigrateCommand: AsyncParsableCommand {
             }
         }
     }
+}
+
+/// A time as `90s`, `30m`, `1h`, `1d` (or plain seconds).
+struct IntervalOption: ExpressibleByArgument {
+    let seconds: Int64
+
+    init(seconds: Int64) { self.seconds = seconds }
+
+    init?(argument: String) {
+        let units: [Character: Int64] = ["s": 1, "m": 60, "h": 3_600, "d": 86_400]
+        var text = argument.lowercased()
+        var unit: Int64 = 1
+        if let last = text.last, let multiplier = units[last] {
+            unit = multiplier
+            text.removeLast()
+        }
+        guard let value = Int64(text), value > 0, value <= 365 * 86_400 / unit else { return nil }
+        seconds = value * unit
+    }
+
+    var defaultValueDescription: String { seconds % 3_600 == 0 ? "\(seconds / 3_600)h" : "\(seconds)s" }
 }
 
 /// `RATE` or `RATE/BURST` requests per minute.

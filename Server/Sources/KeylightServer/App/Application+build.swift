@@ -29,6 +29,8 @@ public struct KeylightServer: Sendable {
     let webhooks: WebhookDispatcher
     /// Buffered writes the final flush could not make (filled at shutdown).
     public let unwritten: UnwrittenData
+    /// What `/readyz` answers; drained when graceful shutdown begins.
+    let readiness: Readiness
 }
 
 /// Opens the database, applies migrations, loads or creates the signing key and admin token,
@@ -58,6 +60,7 @@ func assemble(
     onServerRunning: @escaping @Sendable (any Channel) async -> Void
 ) async throws -> KeylightServer {
     let clock = configuration.clock
+    if configuration.backups != nil, !database.capabilities.backsUpIntoFile { throw BackupError.notSQLite }
     let applied = try await database.migrate(logger: logger)
     let sealer: SecretSealer
     if let path = configuration.resolvedMasterKeyPath {
@@ -128,9 +131,13 @@ func assemble(
         loginLimiter: RateLimiter(limit: configuration.limits.signIns, clock: clock), publicURL: configuration.publicURL,
         secureCookies: configuration.publicURL?.lowercased().hasPrefix("https://") ?? false, logger: logger, limits: configuration.limits
     )
+    let readiness = Readiness(database: database, keyRing: keyRing)
+    let backups: [any Service] = configuration.backups.map {
+        [BackupService(database: database, schedule: $0, clock: clock, metrics: metrics, logger: logger)]
+    } ?? []
     let router = buildRouter(
         licensing: licensing, admin: admin, checkout: checkout, dashboard: dashboard, keyRing: keyRing, metrics: metrics, signer: signer,
-        limits: configuration.limits, trustedProxies: configuration.trustedProxies, adminTokenHash: tokenHash
+        limits: configuration.limits, trustedProxies: configuration.trustedProxies, adminTokenHash: tokenHash, readiness: readiness
     )
     let application = Application(
         router: router,
@@ -149,6 +156,7 @@ func assemble(
             webhooks,
             AtShutdown { await hasher.shutdown() },
             PeriodicService.sweepingSeats(of: database, every: configuration.seatSweepInterval, clock: clock, metrics: metrics, logger: logger),
+        ] + backups + [
             PeriodicService(interval: .seconds(600), tick: {
                 _ = try? await sessions.purgeExpired()
                 _ = try? await database.pruneKeyless(seenBefore: clock.unixSeconds - configuration.keylessRetentionDays * 86_400)
@@ -163,7 +171,7 @@ func assemble(
     return KeylightServer(
         application: application,
         report: StartupReport(createdAdminToken: createdToken, appliedMigrations: applied, signingKids: keyRing.current.tenants.mapValues(\.active.kid)),
-        database: database, keyRing: keyRing, signer: signer, webhooks: webhooks, unwritten: unwritten
+        database: database, keyRing: keyRing, signer: signer, webhooks: webhooks, unwritten: unwritten, readiness: readiness
     )
 }
 
@@ -172,12 +180,12 @@ func assemble(
 /// per-address limit around every API.
 func buildRouter(
     licensing: LicensingService, admin: AdminService, checkout: CheckoutService, dashboard: DashboardRoutes, keyRing: KeyRing, metrics: ServerMetrics, signer: ResponseSigner?,
-    limits: ServerLimits, trustedProxies: TrustedProxies = .none, adminTokenHash: [UInt8]
+    limits: ServerLimits, trustedProxies: TrustedProxies = .none, adminTokenHash: [UInt8], readiness: Readiness? = nil
 ) -> Router<KeylightRequestContext> {
     let built = Router(context: KeylightRequestContext.self, options: .autoGenerateHeadEndpoints)
     let router = MethodRecordingRouter(built)
     router.add(middleware: RequestObservationMiddleware(metrics: metrics, trustedProxies: trustedProxies))
-    let ops = OpsRoutes(keyRing: keyRing, metrics: metrics)
+    let ops = OpsRoutes(keyRing: keyRing, metrics: metrics, readiness: readiness ?? Readiness(database: keyRing.database, keyRing: keyRing))
     ops.register(on: router)
     // One limiter for every API a client address reaches; the SDK routes apply it inside their
     // own middleware, so their 429s are signed like any other answer.

@@ -89,6 +89,9 @@ public struct ServerConfiguration: Sendable {
     public var stripeAPIBaseURL = "https://api.stripe.com"
     /// How long one call to Stripe may take, connecting included (a checkout retries once).
     public var stripeRequestTimeout: Duration = .seconds(20)
+    /// Scheduled backups of the SQLite database (nil: none). Refused with PostgreSQL, whose
+    /// backups are pg_dump's.
+    public var backups: BackupSchedule?
 
     public init() {}
 

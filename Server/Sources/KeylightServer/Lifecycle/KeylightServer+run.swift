@@ -15,6 +15,8 @@ extension KeylightServer {
             services: [
                 .init(service: application),
                 .init(service: ShutdownWatchdog(limit: shutdownTimeout + .seconds(5), unwritten: unwritten, logger: logger), successTerminationBehavior: .ignore),
+                // Last, so graceful shutdown tells it first: /readyz answers 503 from the start of the drain.
+                .init(service: DrainSignal(readiness: readiness), successTerminationBehavior: .ignore),
             ],
             gracefulShutdownSignals: signals,
             logger: logger

@@ -5,10 +5,20 @@ import NIOCore
 struct OpsRoutes {
     let keyRing: KeyRing
     let metrics: ServerMetrics
+    let readiness: Readiness
 
     func register(on router: some RouterMethods<KeylightRequestContext>) {
+        // Liveness: the process answers HTTP.
         router.get("/healthz") { _, _ in
             JSONBody.raw(Array(#"{"status":"ok"}"#.utf8))
+        }
+        // Readiness: send traffic here (load balancers, orchestrators); 503 once a drain begins.
+        router.get("/readyz") { _, _ in
+            guard let reason = await readiness.unreadiness() else { return JSONBody.raw(Array(#"{"status":"ready"}"#.utf8)) }
+            var response = JSONBody.raw(Array(#"{"status":"unavailable","reason":"\#(reason)"}"#.utf8))
+            response.status = .serviceUnavailable
+            response.headers[.cacheControl] = "no-store"
+            return response
         }
         router.get("/metrics") { _, _ in
             JSONBody.raw(metrics.render(), contentType: "text/plain; version=0.0.4; charset=utf-8")

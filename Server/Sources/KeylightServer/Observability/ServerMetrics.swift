@@ -75,6 +75,11 @@ public struct ServerMetrics: Sendable {
         counter("floating_seats", help: "Floating seats freed by the sweep, and sweeps that failed.", result: result).increment(by: Int64(count))
     }
 
+    /// `keylight_backups_total{result}`: `succeeded`, `failed` (scheduled backups of `serve`).
+    func recordBackup(_ result: String) {
+        counter("backups", help: "Scheduled database backups by result.", result: result).increment()
+    }
+
     /// The Prometheus text exposition.
     func render() -> [UInt8] {
         var bytes: [UInt8] = []

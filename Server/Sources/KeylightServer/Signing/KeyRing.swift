@@ -54,6 +54,9 @@ public final class KeyRing: Sendable {
 
     /// The current view.
     public var current: Snapshot { snapshot.withLockedValue { $0 } }
+    /// Whether the keys have been read (and opened) at least once.
+    var isLoaded: Bool { loaded.withLockedValue { $0 } }
+    private let loaded = NIOLockedValueBox(false)
 
     /// The keys of `tenantId`; reloads once when this process has not seen the tenant yet (another
     /// process created it moments ago). Nil only for a tenant that does not exist.
@@ -108,6 +111,7 @@ public final class KeyRing: Sendable {
         }
         let global = try Self.encode(KeysetDocument(keys: publishedOrder.sorted().compactMap { published[$0] }))
         snapshot.withLockedValue { $0 = Snapshot(tenants: tenants, documentJSON: global) }
+        loaded.withLockedValue { $0 = true }
     }
 
     /// Gives a new tenant its own first key, inside the transaction that creates the tenant.

@@ -23,9 +23,13 @@ struct StorageCapabilities: Sendable {
     /// Statements that tidy up after a bulk write (statistics, write-ahead log).
     let afterBulkWrite: [String]
     let migrationLock: String?
+    /// A consistent copy into a file while writers go on (SQLite's `VACUUM INTO`); elsewhere
+    /// backups are the database server's own tools' job (pg_dump).
+    let backsUpIntoFile: Bool
 
     init(database: any SQLDatabase, driver: DriverTraits) {
         clusteredTable = driver.clusteredTable
+        backsUpIntoFile = driver.backsUpIntoFile
         afterBulkWrite = driver.afterBulkWrite
         migrationLock = driver.migrationLock
         let dialect = database.dialect
@@ -50,11 +54,13 @@ struct DriverTraits: Sendable {
     /// Taken first in the migration transaction so processes starting together migrate one at
     /// a time (SQLite's `BEGIN IMMEDIATE` already serialises them).
     var migrationLock: String?
+    var backsUpIntoFile = false
 
     static let sqlite = DriverTraits(
         clusteredTable: " WITHOUT ROWID",
         // Fresh planner statistics, and the write-ahead log folded back into the database file.
-        afterBulkWrite: ["ANALYZE", "PRAGMA wal_checkpoint(TRUNCATE)"]
+        afterBulkWrite: ["ANALYZE", "PRAGMA wal_checkpoint(TRUNCATE)"],
+        backsUpIntoFile: true
     )
 
     static let postgres = DriverTraits(

@@ -5,8 +5,8 @@ import KeylightCore
 import Mustache
 import NIOCore
 
-/// The dashboard's templates and static files, loaded once at start-up from the package's
-/// resources, and the HTML responses they make.
+/// The dashboard's templates and static files, compiled into the binary and parsed once at
+/// start-up, and the HTML responses they make.
 struct DashboardRenderer: Sendable {
     let library: MustacheLibrary
     let stylesheet: ByteBuffer
@@ -17,15 +17,30 @@ struct DashboardRenderer: Sendable {
         var description: String
     }
 
+    /// The templates, by name, as compiled into the binary.
+    static let templates: [(name: String, bytes: [UInt8])] = [
+        ("layout", PackageResources.layout_mustache), ("error", PackageResources.error_mustache),
+        ("login", PackageResources.login_mustache), ("home", PackageResources.home_mustache),
+        ("tenant", PackageResources.tenant_mustache), ("product", PackageResources.product_mustache),
+        ("licenses", PackageResources.licenses_mustache), ("license", PackageResources.license_mustache),
+        ("signing_keys", PackageResources.signing_keys_mustache), ("audit", PackageResources.audit_mustache),
+        ("portal_layout", PackageResources.portal_layout_mustache), ("portal", PackageResources.portal_mustache),
+    ]
+
     static func load() async throws -> DashboardRenderer {
-        guard let root = Bundle.module.resourceURL else { throw LoadError(description: "the dashboard resources are missing from the build") }
-        let library = try await MustacheLibrary(directory: root.path)
-        for page in ["layout", "login", "home", "tenant", "product", "licenses", "license", "signing_keys", "audit", "error", "portal_layout", "portal"] where library.getTemplate(named: page) == nil {
-            throw LoadError(description: "dashboard template \(page).mustache is missing")
+        var library = MustacheLibrary()
+        for (name, bytes) in templates {
+            do {
+                try library.register(String(decoding: bytes, as: UTF8.self), named: name)
+            } catch {
+                throw LoadError(description: "dashboard template \(name).mustache does not parse: \(error)")
+            }
         }
-        let css = try Data(contentsOf: root.appendingPathComponent("Static/dashboard.css"))
-        let js = try Data(contentsOf: root.appendingPathComponent("Static/dashboard.js"))
-        return DashboardRenderer(library: library, stylesheet: ByteBuffer(bytes: css), script: ByteBuffer(bytes: js))
+        return DashboardRenderer(
+            library: library,
+            stylesheet: ByteBuffer(bytes: PackageResources.dashboard_css),
+            script: ByteBuffer(bytes: PackageResources.dashboard_js)
+        )
     }
 
     /// Headers on every dashboard page: nothing from elsewhere, no framing, no caching of pages
