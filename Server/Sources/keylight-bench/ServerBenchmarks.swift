@@ -211,6 +211,7 @@ struct BenchServer: Sendable {
     let sdkKey: String
     let pairsFile: URL
     let task: Task<Void, any Error>
+    let database: Database
     /// How long importing the filler licenses took (nil when there were none).
     var importDuration: Duration?
 
@@ -247,7 +248,7 @@ struct BenchServer: Sendable {
             try await importFiller(count: totalLicenses - activeLicenses, into: server.database)
             importDuration = clock.now - start
         }
-        return BenchServer(base: base, sdkKey: seeded.sdkKey, pairsFile: seeded.pairs, task: task, importDuration: importDuration)
+        return BenchServer(base: base, sdkKey: seeded.sdkKey, pairsFile: seeded.pairs, task: task, database: server.database, importDuration: importDuration)
     }
 
     /// The `X-Keylight-Nonce` of signed runs (base64 of 12 bytes).
