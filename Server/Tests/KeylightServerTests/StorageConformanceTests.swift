@@ -24,7 +24,7 @@ import Testing
         let key = try LicenseKey.generate(prefix: "ACME")
         let license = License(id: UUID().uuidString.lowercased(), tenantId: "acme", productId: "app", keyTypeId: "pro", keyHash: key.keyHash,
                               maskedKey: key.masked, status: .active, expiresAt: nil, customerEmail: email, activeInstances: 0, createdAt: now, updatedAt: now)
-        try await db.insertLicense(license, key: "unused", actor: .adminToken)
+        try await db.insertLicense(license, key: "unused", sealedKey: nil, actor: .adminToken)
         return (license, key)
     }
 

@@ -98,6 +98,21 @@ struct ServeCommand: AsyncParsableCommand {
     @Option(help: "How many scheduled backups to keep (with --backup-dir).")
     var backupKeep = 48
 
+    @Option(help: "Mail buyers their keys through this SMTP server: smtp://USER:PASS@HOST:PORT?tls=none|starttls|tls (also KEYLIGHT_SMTP_URL). The password may come from --smtp-password-file or KEYLIGHT_SMTP_PASSWORD instead.")
+    var smtpURL: String?
+
+    @Option(help: "A file holding the SMTP password (0600).")
+    var smtpPasswordFile: String?
+
+    @Option(help: "PEM certificates to trust for the SMTP server instead of the system's.")
+    var smtpCAFile: String?
+
+    @Option(help: "Seconds before a mail that could not be sent is tried again (doubling each time, up to 4 h).")
+    var mailRetrySeconds = 30
+
+    @Option(help: "The sender of buyers' mail, as \"Acme Sales <sales@acme.example>\" (also KEYLIGHT_MAIL_FROM).")
+    var mailFrom: String?
+
     enum LogFormat: String, ExpressibleByArgument { case text, json }
 
     func run() async throws {
@@ -159,6 +174,26 @@ struct ServeCommand: AsyncParsableCommand {
                 throw ExitCode(64)
             }
             configuration.backups = BackupSchedule(directory: backupDir, interval: .seconds(backupEvery.seconds), keep: backupKeep)
+        }
+        if let url = smtpURL ?? environment["KEYLIGHT_SMTP_URL"].flatMap({ $0.isEmpty ? nil : $0 }) {
+            do {
+                let password = try smtpPasswordFile.map { path -> String in
+                    guard let data = FileManager.default.contents(atPath: path) else { throw SMTPError.unsupported("--smtp-password-file: \(path) cannot be read") }
+                    return String(decoding: data, as: UTF8.self).trimmingCharacters(in: .newlines)
+                } ?? environment["KEYLIGHT_SMTP_PASSWORD"].flatMap { $0.isEmpty ? nil : $0 }
+                var smtp = try SMTPSettings(url: url, password: password)
+                smtp.caFile = smtpCAFile
+                guard let from = mailFrom ?? environment["KEYLIGHT_MAIL_FROM"].flatMap({ $0.isEmpty ? nil : $0 }) else {
+                    throw SMTPError.unsupported("--smtp-url needs --mail-from \"Name <address>\"")
+                }
+                var mail = MailConfiguration(smtp: smtp, from: try MailAddress(parsing: from))
+                mail.retryBase = Double(min(max(mailRetrySeconds, 1), 3_600))
+                mail.pollInterval = .milliseconds(500)
+                configuration.mail = mail
+            } catch {
+                Standard.error("keylight: error: \(error)")
+                throw ExitCode(64)
+            }
         }
         if let rateLimitAddress { configuration.limits.perAddress = rateLimitAddress.limit }
         if let rateLimitLicense { configuration.limits.perLicense = rateLimitLicense.limit }

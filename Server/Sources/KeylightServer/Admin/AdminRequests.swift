@@ -53,6 +53,8 @@ struct CreateLicenseRequest: Decodable {
     var expires_at: Int64?
     /// Overrides the key type's `updates_days` (an imported purchase keeps its own date).
     var updates_until: Int64?
+    /// Mail the key to `customer_email` (queued with the license, sent by the mail service).
+    var send_email: Bool?
 }
 
 /// `PUT /admin/v1/tenants/{t}/stripe`. A field that is absent or blank keeps what is stored

@@ -8,6 +8,9 @@ final class AdminService: Sendable {
     let database: Database
     let keyRing: KeyRing
     let sealer: SecretSealer
+    /// Whether this server mails buyers (SMTP configured): licenses from payments and with
+    /// `send_email` queue their key's mail.
+    let mailBuyers: Bool
     let clock: any WallClock
     let licensing: LicensingService
     let signer: ResponseSigner
@@ -15,7 +18,8 @@ final class AdminService: Sendable {
     /// registration, names at every delivery).
     let addressPolicy: AddressPolicy
 
-    init(database: Database, keyRing: KeyRing, sealer: SecretSealer, clock: any WallClock, licensing: LicensingService, signer: ResponseSigner, addressPolicy: AddressPolicy = .publicOnly) {
+    init(database: Database, keyRing: KeyRing, sealer: SecretSealer, clock: any WallClock, licensing: LicensingService, signer: ResponseSigner, addressPolicy: AddressPolicy = .publicOnly, mailBuyers: Bool = false) {
+        self.mailBuyers = mailBuyers
         self.addressPolicy = addressPolicy
         self.database = database
         self.keyRing = keyRing
@@ -136,13 +140,19 @@ final class AdminService: Sendable {
         } else {
             key = try LicenseKey.generate(prefix: product.keyPrefix)
         }
+        var mail: MailRequest?
+        if body.send_email == true {
+            guard mailBuyers else { throw APIError(status: .unprocessableContent, code: "MAIL_NOT_CONFIGURED", message: "This server sends no mail: start it with --smtp-url and --mail-from.") }
+            guard let email else { throw APIError.invalidRequest("Field send_email needs customer_email.") }
+            mail = MailRequest(kind: .license, to: email)
+        }
         let license = License(
             id: UUID().uuidString.lowercased(), tenantId: tenantId, productId: productId, keyTypeId: keyTypeId,
             keyHash: key.keyHash, maskedKey: key.masked, status: .active, expiresAt: expiresAt, customerEmail: email,
             activeInstances: 0, createdAt: now, updatedAt: now, updatesUntil: updatesUntil
         )
         do {
-            try await database.insertLicense(license, key: key.text, actor: actor)
+            try await database.insertLicense(license, key: key.text, sealedKey: try LicenseKeySeal.seal(key, licenseId: license.id, with: sealer), mail: mail, actor: actor)
         } catch where StorageError.isUniqueViolation(error) {
             throw APIError.conflict("That license key is already in use.")
         }

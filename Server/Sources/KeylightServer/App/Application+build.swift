@@ -99,7 +99,10 @@ func assemble(
     let signer = ResponseSigner(database: database, keyRing: keyRing, sealer: sealer, clock: clock)
     try await signer.refresh()
     let addressPolicy = AddressPolicy(allowPrivate: configuration.webhookAllowPrivate)
-    let admin = AdminService(database: database, keyRing: keyRing, sealer: sealer, clock: clock, licensing: licensing, signer: signer, addressPolicy: addressPolicy)
+    let admin = AdminService(
+        database: database, keyRing: keyRing, sealer: sealer, clock: clock, licensing: licensing, signer: signer, addressPolicy: addressPolicy,
+        mailBuyers: configuration.mail != nil
+    )
 
     // One outbound client for Stripe (webhook deliveries make their own, see the transport);
     // redirects are answers, not instructions.
@@ -135,6 +138,12 @@ func assemble(
     let backups: [any Service] = configuration.backups.map {
         [BackupService(database: database, schedule: $0, clock: clock, metrics: metrics, logger: logger)]
     } ?? []
+    let mail: [any Service] = configuration.mail.map {
+        [MailService(
+            database: database, composer: MailComposer(database: database, sealer: sealer, from: $0.from, publicURL: configuration.publicURL),
+            client: SMTPClient(settings: $0.smtp), configuration: $0, clock: clock, metrics: metrics, logger: logger
+        )]
+    } ?? []
     let router = buildRouter(
         licensing: licensing, admin: admin, checkout: checkout, dashboard: dashboard, keyRing: keyRing, metrics: metrics, signer: signer,
         limits: configuration.limits, trustedProxies: configuration.trustedProxies, adminTokenHash: tokenHash, readiness: readiness
@@ -156,7 +165,7 @@ func assemble(
             webhooks,
             AtShutdown { await hasher.shutdown() },
             PeriodicService.sweepingSeats(of: database, every: configuration.seatSweepInterval, clock: clock, metrics: metrics, logger: logger),
-        ] + backups + [
+        ] + backups + mail + [
             PeriodicService(interval: .seconds(600), tick: {
                 _ = try? await sessions.purgeExpired()
                 _ = try? await database.pruneKeyless(seenBefore: clock.unixSeconds - configuration.keylessRetentionDays * 86_400)

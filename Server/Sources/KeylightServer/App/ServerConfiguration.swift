@@ -92,6 +92,8 @@ public struct ServerConfiguration: Sendable {
     /// Scheduled backups of the SQLite database (nil: none). Refused with PostgreSQL, whose
     /// backups are pg_dump's.
     public var backups: BackupSchedule?
+    /// Mail to buyers (nil: none is sent, and `send_email` is refused).
+    public var mail: MailConfiguration?
 
     public init() {}
 

@@ -57,5 +57,5 @@ public struct SMTPError: Error, Sendable, Equatable, CustomStringConvertible {
     static func timeout(_ step: String) -> Self { Self(description: "\(step): no answer in time", isTransient: true) }
     static func connection(_ reason: String) -> Self { Self(description: "connection: \(reason)", isTransient: true) }
     static func protocolViolation(_ reason: String) -> Self { Self(description: "protocol: \(reason)", isTransient: true) }
-    static func unsupported(_ reason: String) -> Self { Self(description: reason, isTransient: false) }
+    public static func unsupported(_ reason: String) -> Self { Self(description: reason, isTransient: false) }
 }

@@ -80,6 +80,11 @@ public struct ServerMetrics: Sendable {
         counter("backups", help: "Scheduled database backups by result.", result: result).increment()
     }
 
+    /// `keylight_mails_total{result}`: `sent`, `retried`, `failed`.
+    func recordMail(_ result: String) {
+        counter("mails", help: "Mails to buyers by result.", result: result).increment()
+    }
+
     /// The Prometheus text exposition.
     func render() -> [UInt8] {
         var bytes: [UInt8] = []

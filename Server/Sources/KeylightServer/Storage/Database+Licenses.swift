@@ -14,13 +14,18 @@ extension Database {
 
     static let instanceColumns: SQLQueryString = "id, license_id, name, machine_hash, active, activated_at, last_validated_at, deactivated_at, device_key, seat_expires_at"
 
-    /// Inserts a minted license; `key` (the raw key) goes only into the `license.created` webhook.
-    func insertLicense(_ license: License, key: String, actor: AuditActor) async throws {
+    /// Inserts a minted license; `key` (the raw key) goes only into the `license.created` webhook,
+    /// and sealed (`sealedKey`) into the row, so it can be mailed again. With `mail`, the mail that
+    /// carries the key is queued in the same transaction.
+    func insertLicense(_ license: License, key: String, sealedKey: String?, mail: MailRequest? = nil, actor: AuditActor) async throws {
         let outbox = self.outbox
         try await write { db in
             try await db.raw("""
-                INSERT INTO licenses (\(Self.licenseColumns)) VALUES (\(Self.licenseValues(license)))
+                INSERT INTO licenses (\(Self.licenseColumns), sealed_key) VALUES (\(Self.licenseValues(license)), \(bind: sealedKey))
                 """).run()
+            if let mail {
+                try await Self.enqueueMail(db, tenantId: license.tenantId, kind: mail.kind, licenseId: license.id, to: mail.to, at: license.createdAt)
+            }
             try await Self.audit(db, at: license.createdAt, actor: actor, action: "license.create", tenantId: license.tenantId, target: license.id, details: [
                 "product_id": license.productId, "key_type_id": license.keyTypeId, "masked_key": license.maskedKey,
                 "expires_at": license.expiresAt.map(String.init) ?? "lifetime", "updates_until": license.updatesUntil.map(String.init) ?? "unbounded",

@@ -68,11 +68,16 @@ struct StripeLedger: Sendable {
     }
 
     /// Inserts a minted license with the Stripe ids it came from, audited and announced.
-    func insertLicense(_ license: License, key: LicenseKey, customer: String?, paymentIntent: String?, subscription: String?, details: [String: String]) async throws {
+    func insertLicense(
+        _ license: License, key: LicenseKey, sealedKey: String, mail: MailRequest?, customer: String?, paymentIntent: String?, subscription: String?, details: [String: String]
+    ) async throws {
         try await db.raw("""
-            INSERT INTO licenses (\(Database.licenseColumns), stripe_customer_id, stripe_payment_intent_id, stripe_subscription_id)
-            VALUES (\(Database.licenseValues(license)), \(bind: customer), \(bind: paymentIntent), \(bind: subscription))
+            INSERT INTO licenses (\(Database.licenseColumns), stripe_customer_id, stripe_payment_intent_id, stripe_subscription_id, sealed_key)
+            VALUES (\(Database.licenseValues(license)), \(bind: customer), \(bind: paymentIntent), \(bind: subscription), \(bind: sealedKey))
             """).run()
+        if let mail {
+            try await Database.enqueueMail(db, tenantId: tenantId, kind: mail.kind, licenseId: license.id, to: mail.to, at: now)
+        }
         try await Database.audit(db, at: now, actor: actor, action: "license.create", tenantId: tenantId, target: license.id, details: details.merging(["event": eventId]) { $1 })
         try await outbox.enqueue(WebhookEvent(type: .licenseCreated, tenantId: tenantId, at: now, data: .init(license: license, licenseKey: key.text, source: actor.name)), on: db)
     }

@@ -7,6 +7,7 @@ struct StripeEventRules {
     let event: StripeEvent
     let ledger: StripeLedger
     let sealer: SecretSealer
+    var mailBuyers = false
 
     private var object: StripeObject { event.data.object }
     private var tenantId: String { ledger.tenantId }
@@ -77,7 +78,9 @@ struct StripeEventRules {
             customerEmail: email, activeInstances: 0, createdAt: now, updatedAt: now,
             updatesUntil: keyType.updatesDays.map { now + Int64($0) * 86_400 }
         )
-        try await ledger.insertLicense(license, key: newKey, customer: object.customer, paymentIntent: object.paymentIntent, subscription: object.subscription, details: [
+        let mail = mailBuyers ? email.map { MailRequest(kind: .license, to: $0) } : nil
+        try await ledger.insertLicense(license, key: newKey, sealedKey: try LicenseKeySeal.seal(newKey, licenseId: licenseId, with: sealer), mail: mail,
+                                       customer: object.customer, paymentIntent: object.paymentIntent, subscription: object.subscription, details: [
             "source": "stripe", "checkout_session": sessionId, "product_id": productId, "key_type_id": keyTypeId, "masked_key": newKey.masked,
         ])
         return .minted

@@ -36,7 +36,7 @@ struct StripeWebhookRoutes {
             }
             // Kept (sealed: it names the buyer) only while the event stays retryable.
             let sealer = admin.sealer
-            let outcome = try await StripeEventProcessor(database: admin.database, sealer: sealer).apply(event, tenantId: tenantId, now: now, sealEvent: {
+            let outcome = try await StripeEventProcessor(database: admin.database, sealer: sealer, mailBuyers: admin.mailBuyers).apply(event, tenantId: tenantId, now: now, sealEvent: {
                 try sealer.seal(Data(bytes), context: StripeSealing.event(tenantId: tenantId, eventId: event.id))
             })
             if outcome == .unknownProduct {

@@ -1,0 +1,73 @@
+import Foundation
+import KeylightCore
+
+/// Turns an outbox row into the mail to send: the license (its key opened from its seal only
+/// now), the tenant's templates, the sender. Nothing it makes is stored.
+struct MailComposer: Sendable {
+    let database: Database
+    let sealer: SecretSealer
+    /// The server's sender address; a tenant's sender name replaces its display name.
+    let from: MailAddress
+    /// Where the customer portal is, for links (`--public-url`); nil: no links.
+    let publicURL: String?
+
+    /// Why a mail cannot be made at all (not worth retrying).
+    struct Unsendable: Error, CustomStringConvertible {
+        let description: String
+    }
+
+    func compose(_ job: MailJob, now: Int64, random: inout some RandomNumberGenerator) async throws -> MailMessage {
+        let settings = try await database.mailSettings(tenantId: job.tenantId) ?? MailSettings()
+        let tenantName = try await database.tenant(id: job.tenantId)?.name
+        let sender = try MailAddress(from.address, displayName: settings.senderName ?? from.displayName ?? tenantName)
+        let to: MailAddress
+        do {
+            to = try MailAddress(job.toAddress)
+        } catch {
+            throw Unsendable(description: "the address cannot receive mail: \(error)")
+        }
+        let replyTo = try settings.replyTo.map { try MailAddress(parsing: $0) }
+        var context: [String: Any] = ["tenant_name": tenantName ?? job.tenantId, "customer_email": job.toAddress, "sender_name": sender.displayName ?? ""]
+        let portal = publicURL.map { "\($0)/portal/\(job.tenantId)" }
+        if let portal { context["portal_url"] = portal }
+        let subject: String, text: String, html: String
+        switch job.kind {
+        case .license:
+            guard let licenseId = job.licenseId, let item = try await mailItem(licenseId: licenseId) else {
+                throw Unsendable(description: "the license's key is not kept (minted before keys were sealed): remint it")
+            }
+            context.merge(item) { $1 }
+            subject = try MailTemplates.render(settings.subjectTemplate ?? MailTemplates.subject, context, html: false)
+            text = try MailTemplates.render(settings.textTemplate ?? MailTemplates.text, context, html: false)
+            html = try MailTemplates.render(settings.htmlTemplate ?? MailTemplates.html, context, html: true)
+        case .lostKeys:
+            var items: [[String: Any]] = []
+            for license in try await database.mailableLicenses(tenantId: job.tenantId, email: job.toAddress) {
+                if let item = try await mailItem(licenseId: license.id) { items.append(item) }
+            }
+            guard !items.isEmpty else { throw Unsendable(description: "no license with a kept key under this address") }
+            context["licenses"] = items
+            subject = try MailTemplates.render(MailTemplates.lostSubject, context, html: false)
+            text = try MailTemplates.render(MailTemplates.lostText, context, html: false)
+            html = try MailTemplates.render(MailTemplates.lostHTML, context, html: true)
+        }
+        return MailMessage(
+            from: sender, to: to, replyTo: replyTo, subject: subject, text: text, html: html,
+            messageId: MailMessage.newMessageId(from: sender, using: &random), date: Date(timeIntervalSince1970: TimeInterval(now))
+        )
+    }
+
+    /// A license's fields for a template, its key opened from the seal; nil when it has none.
+    private func mailItem(licenseId: String) async throws -> [String: Any]? {
+        guard let sealed = try await database.sealedKey(licenseId: licenseId),
+              let license = try await database.license(id: licenseId) else { return nil }
+        let key = try LicenseKeySeal.open(sealed, licenseId: licenseId, with: sealer)
+        let product = try await database.product(tenantId: license.tenantId, id: license.productId)
+        let keyType = try await database.keyType(tenantId: license.tenantId, productId: license.productId, id: license.keyTypeId)
+        var item: [String: Any] = ["license_key": key, "product_name": product?.name ?? license.productId, "key_type_name": keyType?.displayName ?? ""]
+        if let expiresAt = license.expiresAt {
+            item["expires"] = Date(timeIntervalSince1970: TimeInterval(expiresAt)).formatted(.iso8601.year().month().day())
+        }
+        return item
+    }
+}

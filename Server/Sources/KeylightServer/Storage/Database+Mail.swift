@@ -1,0 +1,125 @@
+import Foundation
+import SQLKit
+
+extension Database {
+    static let mailColumns: SQLQueryString = "id, tenant_id, kind, license_id, to_address, status, attempts, next_attempt_at, last_error, created_at, finished_at"
+
+    /// Queues a mail inside the caller's transaction (it commits, or is rolled back, with the
+    /// change it announces).
+    static func enqueueMail(_ db: any SQLDatabase, tenantId: String, kind: MailJob.Kind, licenseId: String?, to: String, at now: Int64) async throws {
+        try await db.raw("""
+            INSERT INTO mail_outbox (id, tenant_id, kind, license_id, to_address, status, attempts, next_attempt_at, locked_until, created_at)
+            VALUES (\(bind: UUID().uuidString.lowercased()), \(bind: tenantId), \(bind: kind.rawValue), \(bind: licenseId), \(bind: to), 'pending', 0, \(bind: now), 0, \(bind: now))
+            """).run()
+    }
+
+    /// Queues a mail on its own (a resend, a lost-key request), audited.
+    func enqueueMail(tenantId: String, kind: MailJob.Kind, licenseId: String?, to: String, now: Int64, actor: AuditActor) async throws {
+        try await write { db in
+            try await Self.enqueueMail(db, tenantId: tenantId, kind: kind, licenseId: licenseId, to: to, at: now)
+            try await Self.audit(db, at: now, actor: actor, action: kind == .license ? "license.email" : "license.lost_key_email",
+                                 tenantId: tenantId, target: licenseId, details: ["kind": kind.rawValue])
+        }
+    }
+
+    /// Takes up to `limit` due mails for `lease` seconds and counts the attempt. Where the
+    /// database has row locks (PostgreSQL) rows another process is taking are skipped
+    /// (`FOR UPDATE SKIP LOCKED`), and the conditions are checked again on the row written, so
+    /// two processes never take one mail; a process that dies mid-send loses only the lease.
+    func claimDueMails(now: Int64, limit: Int, lease: Int64) async throws -> [MailJob] {
+        let skipLocked = SQLQueryString(capabilities.rowLockClause.map { " \($0) SKIP LOCKED" } ?? "")
+        return try await write { db in
+            try await db.raw("""
+                UPDATE mail_outbox SET locked_until = \(bind: now + lease), attempts = attempts + 1
+                WHERE id IN (
+                    SELECT id FROM mail_outbox
+                    WHERE status = 'pending' AND next_attempt_at <= \(bind: now) AND locked_until <= \(bind: now)
+                    ORDER BY next_attempt_at, id LIMIT \(literal: limit)\(skipLocked)
+                ) AND status = 'pending' AND locked_until <= \(bind: now)
+                RETURNING \(Self.mailColumns)
+                """).all(decoding: MailJob.self)
+        }
+    }
+
+    /// The mail is the SMTP server's (it answered 250): marked first, before anything else can fail.
+    func markMailSent(id: String, now: Int64) async throws {
+        try await write { db in
+            try await db.raw("UPDATE mail_outbox SET status = 'sent', finished_at = \(bind: now), last_error = NULL, locked_until = 0 WHERE id = \(bind: id)").run()
+        }
+    }
+
+    /// Tries again at `next`.
+    func retryMail(id: String, error: String, next: Int64) async throws {
+        try await write { db in
+            try await db.raw("""
+                UPDATE mail_outbox SET next_attempt_at = \(bind: next), locked_until = 0, last_error = \(bind: String(error.prefix(500)))
+                WHERE id = \(bind: id) AND status = 'pending'
+                """).run()
+        }
+    }
+
+    /// Gives up: marked failed and audited.
+    func failMail(_ job: MailJob, error: String, now: Int64) async throws {
+        try await write { db in
+            try await db.raw("""
+                UPDATE mail_outbox SET status = 'failed', finished_at = \(bind: now), locked_until = 0, last_error = \(bind: String(error.prefix(500)))
+                WHERE id = \(bind: job.id) AND status = 'pending'
+                """).run()
+            try await Self.audit(db, at: now, actor: .system, action: "mail.failed", tenantId: job.tenantId, target: job.licenseId ?? job.id, details: [
+                "mail_id": job.id, "kind": job.kind.rawValue, "attempts": String(job.attempts), "error": String(error.prefix(200)),
+            ])
+        }
+    }
+
+    /// A license's mails, newest first (the license page).
+    public func mails(licenseId: String, limit: Int = 20) async throws -> [MailJob] {
+        try await sql.raw("SELECT \(Self.mailColumns) FROM mail_outbox WHERE license_id = \(bind: licenseId) ORDER BY created_at DESC, id DESC LIMIT \(literal: limit)")
+            .all(decoding: MailJob.self)
+    }
+
+    /// Every mail of a tenant still waiting (tests, the dashboard).
+    func pendingMails(tenantId: String) async throws -> [MailJob] {
+        try await sql.raw("SELECT \(Self.mailColumns) FROM mail_outbox WHERE tenant_id = \(bind: tenantId) AND status = 'pending' ORDER BY created_at, id")
+            .all(decoding: MailJob.self)
+    }
+
+    /// A license's sealed key (nil for licenses minted before keys were kept).
+    func sealedKey(licenseId: String) async throws -> String? {
+        try await sql.raw("SELECT sealed_key FROM licenses WHERE id = \(bind: licenseId)").first(decodingColumn: "sealed_key", as: String?.self) ?? nil
+    }
+
+    /// The tenant's licenses under `email` that can be mailed (their key is kept sealed), oldest first.
+    func mailableLicenses(tenantId: String, email: String, limit: Int = 50) async throws -> [License] {
+        try await sql.raw("""
+            SELECT \(Self.licenseColumns) FROM licenses
+            WHERE tenant_id = \(bind: tenantId) AND customer_email = \(bind: email) AND sealed_key IS NOT NULL AND status <> 'revoked'
+            ORDER BY created_at, id LIMIT \(literal: limit)
+            """).all(decoding: License.self)
+    }
+}
+
+extension Database {
+    func license(id: String) async throws -> License? {
+        try await sql.raw("SELECT \(Self.licenseColumns) FROM licenses WHERE id = \(bind: id)").first(decoding: License.self)
+    }
+
+    /// The tenant's mail settings (nil: all defaults).
+    func mailSettings(tenantId: String) async throws -> MailSettings? {
+        try await sql.raw("""
+            SELECT sender_name, reply_to, subject_template, text_template, html_template FROM mail_settings WHERE tenant_id = \(bind: tenantId)
+            """).first(decoding: MailSettings.self)
+    }
+
+    /// Replaces the tenant's mail settings, audited.
+    func putMailSettings(_ settings: MailSettings, tenantId: String, now: Int64, actor: AuditActor) async throws {
+        try await write { db in
+            try await db.raw("DELETE FROM mail_settings WHERE tenant_id = \(bind: tenantId)").run()
+            try await db.raw("""
+                INSERT INTO mail_settings (tenant_id, sender_name, reply_to, subject_template, text_template, html_template, updated_at)
+                VALUES (\(bind: tenantId), \(bind: settings.senderName), \(bind: settings.replyTo), \(bind: settings.subjectTemplate),
+                        \(bind: settings.textTemplate), \(bind: settings.htmlTemplate), \(bind: now))
+                """).run()
+            try await Self.audit(db, at: now, actor: actor, action: "mail_settings.update", tenantId: tenantId, target: tenantId)
+        }
+    }
+}

@@ -1,0 +1,129 @@
+import AsyncHTTPClient
+import Foundation
+import KeylightCore
+import KeylightFuzzSupport
+import Testing
+
+/// A buyer's key by mail, through `keylight serve` and a real SMTP server (aiosmtpd).
+@Suite(.serialized, .timeLimit(.minutes(3)), .enabled(if: PrerequisiteGate.enabled(SMTPServerProcess.available), "needs python3 with aiosmtpd and cryptography (.ci/run installs them)"))
+struct MailDeliveryTests {
+    static let environment = ["KEYLIGHT_ADMIN_TOKEN": "t", "KEYLIGHT_MASTER_KEY": Base64.encode([UInt8](repeating: 4, count: 32))]
+    static let auth = [("Authorization", "Bearer t")]
+
+    static func mailArguments(_ smtp: SMTPServerProcess?, port: Int? = nil, tls: String = "starttls") -> [String] {
+        var arguments = ["--smtp-url", "smtp://\(SMTPServerProcess.user)@localhost:\(smtp?.port ?? port ?? 1)?tls=\(tls)", "--mail-from", "Acme Sales <sales@acme.example>",
+                         "--public-url", "https://licenses.acme.example", "--mail-retry-seconds", "1", "--rate-limit-address", "0"]
+        if let ca = smtp?.caFile { arguments += ["--smtp-ca-file", ca] }
+        return arguments
+    }
+
+    static var passwordEnvironment: [String: String] { environment.merging(["KEYLIGHT_SMTP_PASSWORD": SMTPServerProcess.password]) { $1 } }
+
+    static func mint(_ server: ServerProcess, email: String, sendEmail: Bool = true) async throws -> (status: Int, body: [String: Any]) {
+        try await server.request(.POST, "/admin/v1/tenants/acme/products/app/licenses", headers: auth,
+                                 json: #"{"key_type_id":"pro","customer_email":"\#(email)","send_email":\#(sendEmail)}"#, using: .shared)
+    }
+
+    @Test func theKeyArrivesByMailAndActivatesAndIsNeverStoredInClear() async throws {
+        let directory = try temporaryDirectory()
+        let smtp = try await SMTPServerProcess(folder: directory.appendingPathComponent("mail"), starttls: true)
+        defer { Task { await smtp.stop() } }
+        let database = directory.appendingPathComponent("k.sqlite").path
+        let server = try await ServerProcess(database: database, environment: Self.passwordEnvironment, arguments: Self.mailArguments(smtp))
+        let (sdkKey, _, _) = try await server.seedLicense(token: "t")
+        let minted = try await Self.mint(server, email: "buyer@example.com")
+        #expect(minted.status == 201)
+        let mintedKey = try #require(minted.body["license_key"] as? String)
+        let received = try await smtp.waitForMessages(1)
+        try #require(received.count == 1)
+        let envelope = try smtp.envelope(received[0])
+        #expect(envelope["tls"] as? Bool == true && envelope["authenticated"] as? Bool == true)
+        let mail = try await SMTPServerProcess.read(received[0])
+        #expect(mail["from_address"] as? String == "sales@acme.example")
+        #expect(mail["subject"] as? String == "Your App license key")
+        #expect(mail["parts"] as? [String] == ["text/plain", "text/html"])
+        let text = try #require(mail["text"] as? String)
+        #expect(text.contains("https://licenses.acme.example/portal/acme"))
+        // The buyer's view: the key is read out of the plain-text part and activates.
+        let key = try #require(text.split(whereSeparator: \.isWhitespace).first { $0.hasPrefix("ACME-") }.map(String.init))
+        #expect(key == mintedKey)
+        #expect((mail["html"] as? String)?.contains(key) == true)
+        let activation = try await server.request(.POST, "/acme/app/activate", headers: [("X-Keylight-SDK-Key", sdkKey)],
+                                                  json: #"{"license_key":"\#(key)","instance_name":"Mac","machine_hash":"m1"}"#, using: .shared)
+        #expect(activation.status == 200)
+        #expect(await server.terminate() == 0)
+        // No key in clear anywhere in the database (the outbox names the license; the key is sealed).
+        for file in [database, database + "-wal"] where FileManager.default.fileExists(atPath: file) {
+            let bytes = try Data(contentsOf: URL(fileURLWithPath: file))
+            #expect(bytes.range(of: Data(key.utf8)) == nil, "\(file) holds the key in clear")
+            #expect(bytes.range(of: Data(LicenseKey.normalize(key).utf8)) == nil)
+        }
+    }
+
+    @Test func anOutageDelaysMailAndLosesNoneAndSendsEachOnce() async throws {
+        let directory = try temporaryDirectory()
+        // Take a port, then leave it closed: the SMTP server is down while licenses are minted.
+        let probe = try await SMTPServerProcess(folder: directory.appendingPathComponent("probe"))
+        let port = probe.port
+        await probe.stop()
+        let server = try await ServerProcess(database: directory.appendingPathComponent("k.sqlite").path, environment: Self.passwordEnvironment,
+                                             arguments: Self.mailArguments(nil, port: port, tls: "none"))
+        _ = try await server.seedLicense(token: "t")
+        var keys: Set<String> = []
+        for index in 0..<5 {
+            let minted = try await Self.mint(server, email: "buyer\(index)@example.com")
+            #expect(minted.status == 201)
+            if let key = minted.body["license_key"] as? String { keys.insert(key) }
+        }
+        try await Task.sleep(for: .seconds(3))  // a few failed tries
+        let smtp = try await SMTPServerProcess(folder: directory.appendingPathComponent("mail"), port: port)
+        defer { Task { await smtp.stop() } }
+        let received = try await smtp.waitForMessages(5, limit: .seconds(60))
+        try await Task.sleep(for: .seconds(3))  // nothing more comes
+        #expect(smtp.messages().count == 5)
+        var mailed: Set<String> = []
+        var recipients: Set<String> = []
+        for message in received {
+            let mail = try await SMTPServerProcess.read(message)
+            if let key = (mail["text"] as? String)?.split(whereSeparator: \.isWhitespace).first(where: { $0.hasPrefix("ACME-") }) { mailed.insert(String(key)) }
+            recipients.formUnion(try smtp.envelope(message)["rcpt_tos"] as? [String] ?? [])
+        }
+        #expect(mailed == keys)
+        #expect(recipients == Set((0..<5).map { "buyer\($0)@example.com" }))
+        #expect(await server.terminate() == 0)
+    }
+
+    @Test func headerInjectionAndMailWithoutItsPrerequisitesAreRefused() async throws {
+        let directory = try temporaryDirectory()
+        let smtp = try await SMTPServerProcess(folder: directory.appendingPathComponent("mail"))
+        defer { Task { await smtp.stop() } }
+        let server = try await ServerProcess(database: directory.appendingPathComponent("k.sqlite").path, environment: Self.passwordEnvironment,
+                                             arguments: Self.mailArguments(smtp, tls: "none"))
+        _ = try await server.seedLicense(token: "t")
+        for email in [#"a@b.example\r\nBcc: evil@x.example"#, #"a@b.example\nBcc: evil@x.example"#, #"a@b.example\rX"#] {
+            let refused = try await Self.mint(server, email: email)
+            #expect(refused.status == 400)
+            #expect(refused.body["code"] as? String == "INVALID_REQUEST")
+        }
+        let noAddress = try await server.request(.POST, "/admin/v1/tenants/acme/products/app/licenses", headers: Self.auth,
+                                                 json: #"{"key_type_id":"pro","send_email":true}"#, using: .shared)
+        #expect(noAddress.status == 400)
+        let listed = try await server.request(.GET, "/admin/v1/tenants/acme/products/app/licenses", headers: Self.auth, using: .shared)
+        #expect((listed.body["licenses"] as? [Any])?.count == 1)  // the seeded one only
+        try await Task.sleep(for: .seconds(1))
+        #expect(smtp.messages().isEmpty)
+        #expect(await server.terminate() == 0)
+
+        // A server without mail refuses send_email, and says why.
+        let plain = try await ServerProcess(database: directory.appendingPathComponent("p.sqlite").path, environment: Self.environment)
+        _ = try await plain.seedLicense(token: "t")
+        let refused = try await Self.mint(plain, email: "buyer@example.com")
+        #expect(refused.status == 422 && refused.body["code"] as? String == "MAIL_NOT_CONFIGURED")
+        #expect(await plain.terminate() == 0)
+        // A mail setting that cannot work stops the server at once.
+        let bad = try await CLI.run(["serve", "--db", directory.appendingPathComponent("b.sqlite").path, "--smtp-url", "smtp://mail.example.com?tls=maybe", "--mail-from", "a@b.example"])
+        #expect(bad.status == 64 && bad.stderr.contains("tls must be"))
+        let noFrom = try await CLI.run(["serve", "--db", directory.appendingPathComponent("b.sqlite").path, "--smtp-url", "smtp://mail.example.com"])
+        #expect(noFrom.status == 64 && noFrom.stderr.contains("--mail-from"))
+    }
+}
