@@ -43,7 +43,7 @@ struct MailDeliveryTests {
         #expect(mail["subject"] as? String == "Your App license key")
         #expect(mail["parts"] as? [String] == ["text/plain", "text/html"])
         let text = try #require(mail["text"] as? String)
-        #expect(text.contains("https://licenses.acme.example/portal/acme"))
+        #expect(text.contains("https://licenses.acme.example/portal/acme/app"))
         // The buyer's view: the key is read out of the plain-text part and activates.
         let key = try #require(text.split(whereSeparator: \.isWhitespace).first { $0.hasPrefix("ACME-") }.map(String.init))
         #expect(key == mintedKey)
@@ -51,12 +51,43 @@ struct MailDeliveryTests {
         let activation = try await server.request(.POST, "/acme/app/activate", headers: [("X-Keylight-SDK-Key", sdkKey)],
                                                   json: #"{"license_key":"\#(key)","instance_name":"Mac","machine_hash":"m1"}"#, using: .shared)
         #expect(activation.status == 200)
+
+        // Resend to a corrected address: saved, and the same key mailed there.
+        let licenseId = try #require(minted.body["id"] as? String)
+        let resend = try await server.request(.POST, "/admin/v1/tenants/acme/products/app/licenses/\(licenseId)/email", headers: Self.auth,
+                                              json: #"{"customer_email":"Buyer.New@Example.com"}"#, using: .shared)
+        #expect(resend.status == 202 && resend.body["to"] as? String == "buyer.new@example.com")
+        let resent = try await smtp.waitForMessages(2)
+        try #require(resent.count == 2)
+        #expect(try smtp.envelope(resent[1])["rcpt_tos"] as? [String] == ["buyer.new@example.com"])
+        let again = try await SMTPServerProcess.read(resent[1])
+        #expect((again["text"] as? String)?.contains(key) == true)
+        #expect(again["message_id"] as? String != mail["message_id"] as? String)
+        let detail = try await server.request(.GET, "/admin/v1/tenants/acme/products/app/licenses/\(licenseId)", headers: Self.auth, using: .shared)
+        #expect(detail.body["customer_email"] as? String == "buyer.new@example.com")
+        // After a remint, a resend mails the new key, not the old one.
+        let reminted = try await server.request(.POST, "/admin/v1/tenants/acme/products/app/licenses/\(licenseId)/remint", headers: Self.auth, using: .shared)
+        let newKey = try #require(reminted.body["license_key"] as? String)
+        #expect(try await server.request(.POST, "/admin/v1/tenants/acme/products/app/licenses/\(licenseId)/email", headers: Self.auth, using: .shared).status == 202)
+        let third = try await smtp.waitForMessages(3)
+        try #require(third.count == 3)
+        let thirdText = try await SMTPServerProcess.read(third[2])["text"] as? String ?? ""
+        #expect(thirdText.contains(newKey) && !thirdText.contains(key))
+        // Bad input changes nothing and queues nothing.
+        let bad = try await server.request(.POST, "/admin/v1/tenants/acme/products/app/licenses/\(licenseId)/email", headers: Self.auth,
+                                           json: #"{"customer_email":"x@y.example\r\nBcc: evil@z.example"}"#, using: .shared)
+        #expect(bad.status == 400)
+        let unknown = try await server.request(.POST, "/admin/v1/tenants/acme/products/app/licenses/nope/email", headers: Self.auth, using: .shared)
+        #expect(unknown.status == 404)
+        try await Task.sleep(for: .seconds(1))
+        #expect(smtp.messages().count == 3)
         #expect(await server.terminate() == 0)
         // No key in clear anywhere in the database (the outbox names the license; the key is sealed).
         for file in [database, database + "-wal"] where FileManager.default.fileExists(atPath: file) {
             let bytes = try Data(contentsOf: URL(fileURLWithPath: file))
-            #expect(bytes.range(of: Data(key.utf8)) == nil, "\(file) holds the key in clear")
-            #expect(bytes.range(of: Data(LicenseKey.normalize(key).utf8)) == nil)
+            for secret in [key, newKey, LicenseKey.normalize(key), LicenseKey.normalize(newKey)] {
+                #expect(bytes.range(of: Data(secret.utf8)) == nil, "\(file) holds a key in clear")
+            }
         }
     }
 

@@ -69,7 +69,7 @@ import Testing
         #expect(try await db.setLicenseStatus(tenantId: "acme", productId: "app", id: first.id, status: .suspended, action: "license.suspend", now: Self.now, actor: .adminToken)?.status == .suspended)
         #expect(try await db.licenses(tenantId: "acme", productId: "app", email: nil, status: .suspended, afterId: nil, limit: 10).map(\.id) == [first.id])
         let newKey = try LicenseKey.generate(prefix: "ACME")
-        _ = try await db.remintLicense(tenantId: "acme", productId: "app", id: first.id, keyHash: newKey.keyHash, maskedKey: newKey.masked, now: Self.now, actor: .adminToken)
+        _ = try await db.remintLicense(tenantId: "acme", productId: "app", id: first.id, keyHash: newKey.keyHash, maskedKey: newKey.masked, sealedKey: nil, now: Self.now, actor: .adminToken)
         #expect(try await db.license(keyHash: key.keyHash) == nil)
         #expect(try await db.license(keyHash: newKey.keyHash)?.id == first.id)
 

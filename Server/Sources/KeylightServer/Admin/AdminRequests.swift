@@ -57,6 +57,18 @@ struct CreateLicenseRequest: Decodable {
     var send_email: Bool?
 }
 
+/// The answer to a resend: the mail is queued (the outbox sends it).
+struct ResendEmailBody: Encodable {
+    var queued: Bool
+    var license_id: String
+    var to: String
+}
+
+/// `POST …/licenses/{id}/email`: mail the key again, optionally to a corrected address (saved).
+struct ResendEmailRequest: Decodable {
+    var customer_email: String?
+}
+
 /// `PUT /admin/v1/tenants/{t}/stripe`. A field that is absent or blank keeps what is stored
 /// (a form that changes only one secret never erases the other); `"secret_key": null` removes
 /// the secret key.

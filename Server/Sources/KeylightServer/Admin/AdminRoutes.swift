@@ -96,6 +96,17 @@ struct AdminRoutes {
             )
             return try JSONBody.response(LicenseBody(license: license, now: service.clock.unixSeconds, licenseKey: key.text))
         }
+        admin.post("/tenants/:tenant/products/:product/licenses/:id/email") { request, context in
+            // The body is optional: none (or `{}`) mails the address on file.
+            var request = request
+            let bytes = try await request.collectJSONBody(limit: limits.maxBodyBytes)
+            let body = bytes.readableBytes == 0 ? ResendEmailRequest() : try decodeBody(ResendEmailRequest.self, from: bytes.readableBytesView)
+            let (license, to) = try await service.resendEmail(
+                tenantId: try context.parameters.require("tenant"), productId: try context.parameters.require("product"),
+                id: try context.parameters.require("id"), body, actor: actor
+            )
+            return try JSONBody.response(ResendEmailBody(queued: true, license_id: license.id, to: to), status: .accepted)
+        }
         admin.post("/tenants/:tenant/products/:product/licenses/:id/instances/:instance/deactivate") { _, context in
             try await service.deactivateInstance(
                 tenantId: try context.parameters.require("tenant"), productId: try context.parameters.require("product"),

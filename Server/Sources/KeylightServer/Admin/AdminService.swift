@@ -186,10 +186,31 @@ final class AdminService: Sendable {
     func remint(tenantId: String, productId: String, id: String, actor: AuditActor) async throws -> (License, key: LicenseKey) {
         let product = try await requireProduct(tenantId: tenantId, productId: productId)
         let key = try LicenseKey.generate(prefix: product.keyPrefix)
-        guard let license = try await database.remintLicense(tenantId: tenantId, productId: productId, id: id, keyHash: key.keyHash, maskedKey: key.masked, now: clock.unixSeconds, actor: actor) else {
+        // The new key is sealed too: a resend after a remint mails the key that works.
+        let sealed = try LicenseKeySeal.seal(key, licenseId: id, with: sealer)
+        guard let license = try await database.remintLicense(tenantId: tenantId, productId: productId, id: id, keyHash: key.keyHash, maskedKey: key.masked, sealedKey: sealed, now: clock.unixSeconds, actor: actor) else {
             throw APIError.notFound("License")
         }
         return (license, key)
+    }
+
+    /// Queues the license's key mail again, to `customer_email` when given (it replaces the
+    /// license's address, audited) or to the address on file. A license minted before keys were
+    /// kept sealed cannot be mailed (409 `KEY_NOT_RECOVERABLE`: remint it).
+    func resendEmail(tenantId: String, productId: String, id: String, _ body: ResendEmailRequest, actor: AuditActor) async throws -> (License, to: String) {
+        var license = try await license(tenantId: tenantId, productId: productId, id: id)
+        guard mailBuyers else { throw APIError(status: .unprocessableContent, code: "MAIL_NOT_CONFIGURED", message: "This server sends no mail: start it with --smtp-url and --mail-from.") }
+        let corrected = try Field.email(body.customer_email)
+        guard let to = corrected ?? license.customerEmail else { throw APIError.invalidRequest("The license has no customer_email: give one.") }
+        guard try await database.sealedKey(licenseId: license.id) != nil else {
+            throw APIError(status: .conflict, code: "KEY_NOT_RECOVERABLE", message: "This license was minted before keys were kept sealed, so its key cannot be mailed again; remint it to mail a new key.")
+        }
+        let now = clock.unixSeconds
+        if let corrected, corrected != license.customerEmail {
+            license = try await database.setCustomerEmail(licenseId: license.id, tenantId: tenantId, to: corrected, now: now, actor: actor) ?? license
+        }
+        try await database.enqueueMail(tenantId: tenantId, kind: .license, licenseId: license.id, to: to, now: now, actor: actor)
+        return (license, to)
     }
 
     func deactivateInstance(tenantId: String, productId: String, licenseId: String, instanceId: String, actor: AuditActor) async throws {

@@ -31,6 +31,8 @@ public struct KeylightServer: Sendable {
     public let unwritten: UnwrittenData
     /// What `/readyz` answers; drained when graceful shutdown begins.
     let readiness: Readiness
+    /// The admin service the routes use (tests reach the sealer through it).
+    let admin: AdminService
 }
 
 /// Opens the database, applies migrations, loads or creates the signing key and admin token,
@@ -180,7 +182,7 @@ func assemble(
     return KeylightServer(
         application: application,
         report: StartupReport(createdAdminToken: createdToken, appliedMigrations: applied, signingKids: keyRing.current.tenants.mapValues(\.active.kid)),
-        database: database, keyRing: keyRing, signer: signer, webhooks: webhooks, unwritten: unwritten, readiness: readiness
+        database: database, keyRing: keyRing, signer: signer, webhooks: webhooks, unwritten: unwritten, readiness: readiness, admin: admin
     )
 }
 

@@ -28,8 +28,6 @@ struct MailComposer: Sendable {
         }
         let replyTo = try settings.replyTo.map { try MailAddress(parsing: $0) }
         var context: [String: Any] = ["tenant_name": tenantName ?? job.tenantId, "customer_email": job.toAddress, "sender_name": sender.displayName ?? ""]
-        let portal = publicURL.map { "\($0)/portal/\(job.tenantId)" }
-        if let portal { context["portal_url"] = portal }
         let subject: String, text: String, html: String
         switch job.kind {
         case .license:
@@ -65,6 +63,8 @@ struct MailComposer: Sendable {
         let product = try await database.product(tenantId: license.tenantId, id: license.productId)
         let keyType = try await database.keyType(tenantId: license.tenantId, productId: license.productId, id: license.keyTypeId)
         var item: [String: Any] = ["license_key": key, "product_name": product?.name ?? license.productId, "key_type_name": keyType?.displayName ?? ""]
+        // The customer portal of the license's product (only where it is switched on).
+        if let publicURL, product?.portalEnabled ?? false { item["portal_url"] = "\(publicURL)/portal/\(license.tenantId)/\(license.productId)" }
         if let expiresAt = license.expiresAt {
             item["expires"] = Date(timeIntervalSince1970: TimeInterval(expiresAt)).formatted(.iso8601.year().month().day())
         }

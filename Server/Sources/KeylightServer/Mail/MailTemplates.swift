@@ -74,11 +74,10 @@ enum MailTemplates {
 
     {{product_name}}{{#key_type_name}} ({{key_type_name}}){{/key_type_name}}:
         {{license_key}}
-    {{/licenses}}
     {{#portal_url}}
-
-    Manage your devices at: {{portal_url}}
+        Devices: {{portal_url}}
     {{/portal_url}}
+    {{/licenses}}
 
     If you did not ask for this mail, you can ignore it: nobody else received the keys.
     """
@@ -90,8 +89,8 @@ enum MailTemplates {
     <h1 style="font-size:20px;margin:0 0 16px">Your license keys</h1>
     <p style="margin:0 0 16px">You asked for the license keys bought with this address. Here they are:</p>
     {{#licenses}}<p style="margin:0 0 4px"><b>{{product_name}}</b>{{#key_type_name}} ({{key_type_name}}){{/key_type_name}}</p>
-    <p style="margin:0 0 16px;padding:12px 16px;background:#f9fafb;border:1px solid #e5e7eb;border-radius:6px;font-family:ui-monospace,Menlo,monospace">{{license_key}}</p>{{/licenses}}
-    {{#portal_url}}<p style="margin:0 0 16px"><a href="{{portal_url}}" style="color:#2563eb">Manage your devices</a></p>{{/portal_url}}
+    <p style="margin:0 0 16px;padding:12px 16px;background:#f9fafb;border:1px solid #e5e7eb;border-radius:6px;font-family:ui-monospace,Menlo,monospace">{{license_key}}</p>
+    {{#portal_url}}<p style="margin:-8px 0 16px"><a href="{{portal_url}}" style="color:#2563eb">Manage its devices</a></p>{{/portal_url}}{{/licenses}}
     <p style="margin:0;color:#6b7280;font-size:13px">If you did not ask for this mail, you can ignore it: nobody else received the keys.</p>
     </td></tr></table>
     </body></html>

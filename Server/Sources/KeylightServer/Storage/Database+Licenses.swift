@@ -85,7 +85,7 @@ extension Database {
     }
 
     /// Replaces a license's key (the old key stops working at once); nil when there is no such license.
-    func remintLicense(tenantId: String, productId: String, id: String, keyHash: String, maskedKey: String, now: Int64, actor: AuditActor) async throws -> License? {
+    func remintLicense(tenantId: String, productId: String, id: String, keyHash: String, maskedKey: String, sealedKey: String?, now: Int64, actor: AuditActor) async throws -> License? {
         try await write { db in
             // The old key's hash is kept, so devices that still send it get a verdict, not a 404.
             try await db.raw("""
@@ -95,7 +95,7 @@ extension Database {
                 ON CONFLICT DO NOTHING
                 """).run()
             let updated = try await db.raw("""
-                UPDATE licenses SET key_hash = \(bind: keyHash), masked_key = \(bind: maskedKey), updated_at = \(bind: now)
+                UPDATE licenses SET key_hash = \(bind: keyHash), masked_key = \(bind: maskedKey), sealed_key = \(bind: sealedKey), updated_at = \(bind: now)
                 WHERE id = \(bind: id) AND tenant_id = \(bind: tenantId) AND product_id = \(bind: productId)
                 RETURNING \(Self.licenseColumns)
                 """).first(decoding: License.self)

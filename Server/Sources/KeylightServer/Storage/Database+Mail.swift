@@ -103,6 +103,24 @@ extension Database {
         try await sql.raw("SELECT \(Self.licenseColumns) FROM licenses WHERE id = \(bind: id)").first(decoding: License.self)
     }
 
+    /// Replaces a license's customer address (a resend to a corrected address), audited.
+    func setCustomerEmail(licenseId: String, tenantId: String, to email: String, now: Int64, actor: AuditActor) async throws -> License? {
+        try await write { db in
+            let previous = try await db.raw("SELECT customer_email FROM licenses WHERE id = \(bind: licenseId) AND tenant_id = \(bind: tenantId)")
+                .first(decodingColumn: "customer_email", as: String?.self) ?? nil
+            let license = try await db.raw("""
+                UPDATE licenses SET customer_email = \(bind: email), updated_at = \(bind: now)
+                WHERE id = \(bind: licenseId) AND tenant_id = \(bind: tenantId) RETURNING \(Self.licenseColumns)
+                """).first(decoding: License.self)
+            if license != nil {
+                try await Self.audit(db, at: now, actor: actor, action: "license.customer_email", tenantId: tenantId, target: licenseId, details: [
+                    "from": previous ?? "", "to": email,
+                ])
+            }
+            return license
+        }
+    }
+
     /// The tenant's mail settings (nil: all defaults).
     func mailSettings(tenantId: String) async throws -> MailSettings? {
         try await sql.raw("""
