@@ -277,6 +277,17 @@ parameters = {{ "path.tenantId" = "acme", "path.productId" = "app" }}
 include-operation-id = "createCheckout"
 parameters = {{ "path.tenantId" = "acme", "body.product_id" = {{ dictionary = "product_ids", probability = 0.6 }}, "body.key_type_id" = {{ dictionary = "key_type_ids", probability = 0.6 }} }}
 
+# Mail: this server runs without --smtp-url, so a valid send_email or resend is 422 MAIL_NOT_CONFIGURED; and
+# send_email without customer_email is a 400 no schema can express (it depends on another field).
+[[operations]]
+include-operation-id = "createLicense"
+parameters = {{ "path.tenant" = "acme", "path.product" = "app", "body.key_type_id" = {{ dictionary = "key_type_ids", probability = 0.6 }} }}
+checks.positive_data_acceptance.expected-statuses = ["2xx", 400, 401, 403, 404, 409, 422, 429, "5xx"]
+[[operations]]
+include-operation-id = "resendLicenseEmail"
+parameters = {{ "path.tenant" = "acme", "path.product" = "app", "path.id" = {{ dictionary = "admin_license_ids", probability = 0.8 }} }}
+checks.positive_data_acceptance.expected-statuses = ["2xx", 400, 401, 403, 404, 409, 422, 429, "5xx"]
+
 # The admin license routes, with the licenses and the instance seeded for them (first matching entry applies).
 [[operations]]
 include-operation-id = "deactivateInstance"
