@@ -32,6 +32,27 @@ import Testing
         }
     }
 
+    /// A database that hangs (a query stuck behind a lock, a dead connection) is "not ready"
+    /// at the deadline, not whenever the query gives up.
+    @Test func aDatabaseThatHangsIsNotReadyAtTheDeadline() async throws {
+        let database = try await Database.sqlite(path: nil, logger: Harness.logger)
+        let keyRing = KeyRing(database: database, sealer: .ephemeral(), clock: TestClock(), logger: Harness.logger)
+        do {
+            try await database.migrate(logger: Harness.logger)
+            try await keyRing.loadCreatingIfNeeded()
+        } catch {
+            await database.close()
+            throw error
+        }
+        let stuck = Readiness(ping: { try await Task.sleep(for: .seconds(30)) }, keyRing: keyRing, databaseTimeout: .milliseconds(200))
+        let started = ContinuousClock.now
+        #expect(await stuck.unreadiness() == "database not answering")
+        #expect(ContinuousClock.now - started < .seconds(5))
+        let answering = Readiness(database: database, keyRing: keyRing, databaseTimeout: .seconds(2))
+        #expect(await answering.unreadiness() == nil)
+        await database.close()
+    }
+
     /// SIGTERM starts graceful shutdown: readiness must drop before any other service (the HTTP
     /// server among them) begins to stop, so a balancer stops sending while requests still finish.
     @Test func drainBeginsBeforeAnyOtherServiceStops() async throws {

@@ -5,14 +5,19 @@ import ServiceLifecycle
 /// Whether this process should be sent traffic (`/readyz`): the database answers, the signing
 /// keys are loaded, and no shutdown has begun. `/healthz` only says the process is alive.
 final class Readiness: Sendable {
-    let database: Database
+    /// Asks the database a trivial question (`SELECT 1`).
+    let ping: @Sendable () async throws -> Void
     let keyRing: KeyRing
     /// How long the database may take to answer the check.
     let databaseTimeout: Duration
     private let draining = NIOLockedValueBox(false)
 
-    init(database: Database, keyRing: KeyRing, databaseTimeout: Duration = .seconds(2)) {
-        self.database = database
+    convenience init(database: Database, keyRing: KeyRing, databaseTimeout: Duration = .seconds(2)) {
+        self.init(ping: { try await database.ping() }, keyRing: keyRing, databaseTimeout: databaseTimeout)
+    }
+
+    init(ping: @escaping @Sendable () async throws -> Void, keyRing: KeyRing, databaseTimeout: Duration) {
+        self.ping = ping
         self.keyRing = keyRing
         self.databaseTimeout = databaseTimeout
     }
@@ -28,18 +33,29 @@ final class Readiness: Sendable {
     func unreadiness() async -> String? {
         if isDraining { return "draining" }
         guard keyRing.isLoaded else { return "signing keys not loaded" }
-        let timeout = databaseTimeout
-        let answered = await withTaskGroup(of: Bool.self) { group in
-            group.addTask { [database] in (try? await database.ping()) != nil }
-            group.addTask {
-                try? await Task.sleep(for: timeout)
-                return false
+        return await databaseAnswers() ? nil : "database not answering"
+    }
+
+    /// Whether `SELECT 1` answers within ``databaseTimeout``. The answer comes at the deadline
+    /// even if the query is stuck (a task group would wait for it): the query goes on alone,
+    /// bounded by the database's own deadlines.
+    private func databaseAnswers() async -> Bool {
+        let (ping, timeout) = (self.ping, databaseTimeout)
+        let decided = NIOLockedValueBox(false)
+        return await withCheckedContinuation { (continuation: CheckedContinuation<Bool, Never>) in
+            @Sendable func decide(_ answer: Bool) {
+                let first = decided.withLockedValue { done in
+                    defer { done = true }
+                    return !done
+                }
+                if first { continuation.resume(returning: answer) }
             }
-            let first = await group.next() ?? false
-            group.cancelAll()
-            return first
+            Task { decide((try? await ping()) != nil) }
+            Task {
+                try? await Task.sleep(for: timeout)
+                decide(false)
+            }
         }
-        return answered ? nil : "database not answering"
     }
 }
 
