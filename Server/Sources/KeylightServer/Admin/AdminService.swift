@@ -142,7 +142,7 @@ final class AdminService: Sendable {
         }
         var mail: MailRequest?
         if body.send_email == true {
-            guard mailBuyers else { throw APIError(status: .unprocessableContent, code: "MAIL_NOT_CONFIGURED", message: "This server sends no mail: start it with --smtp-url and --mail-from.") }
+            guard mailBuyers else { throw APIError.mailNotConfigured }
             guard let email else { throw APIError.invalidRequest("Field send_email needs customer_email.") }
             mail = MailRequest(kind: .license, to: email)
         }
@@ -199,7 +199,7 @@ final class AdminService: Sendable {
     /// kept sealed cannot be mailed (409 `KEY_NOT_RECOVERABLE`: remint it).
     func resendEmail(tenantId: String, productId: String, id: String, _ body: ResendEmailRequest, actor: AuditActor) async throws -> (License, to: String) {
         var license = try await license(tenantId: tenantId, productId: productId, id: id)
-        guard mailBuyers else { throw APIError(status: .unprocessableContent, code: "MAIL_NOT_CONFIGURED", message: "This server sends no mail: start it with --smtp-url and --mail-from.") }
+        guard mailBuyers else { throw APIError.mailNotConfigured }
         let corrected = try Field.email(body.customer_email)
         guard let to = corrected ?? license.customerEmail else { throw APIError.invalidRequest("The license has no customer_email: give one.") }
         guard try await database.sealedKey(licenseId: license.id) != nil else {

@@ -24,6 +24,8 @@ public struct APIError: Error, Sendable, Hashable, CustomStringConvertible {
     public static func invalidRequest(_ message: String) -> Self {
         Self(status: .badRequest, code: "INVALID_REQUEST", message: message)
     }
+    /// `send_email` or a resend on a server started without `--smtp-url`.
+    public static let mailNotConfigured = Self(status: .unprocessableContent, code: "MAIL_NOT_CONFIGURED", message: "This server sends no mail: start it with --smtp-url and --mail-from.")
     public static let unauthorized = Self(status: .unauthorized, code: "UNAUTHORIZED", message: "Missing or wrong credentials.")
     public static func notFound(_ what: String) -> Self {
         Self(status: .notFound, code: "NOT_FOUND", message: "\(what) not found.")

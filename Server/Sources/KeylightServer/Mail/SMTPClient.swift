@@ -101,6 +101,22 @@ struct SMTPSession {
 
     /// The next reply; closes the connection if none comes within the deadline.
     mutating func read(_ step: String) async throws -> SMTPReply {
+        var replies = self.replies
+        defer { self.replies = replies }
+        return try await withDeadline(step) {
+            guard let reply = try await replies.next() else { throw SMTPError.connection("closed by the server during \(step)") }
+            return reply
+        }
+    }
+
+    func write(_ bytes: [UInt8], _ step: String) async throws {
+        let outbound = self.outbound
+        try await withDeadline(step) { try await outbound.write(ByteBuffer(bytes: bytes)) }
+    }
+
+    /// Runs `body`, closing the connection if it has not finished within the step's deadline;
+    /// whatever it then fails with is reported as the timeout it was.
+    private func withDeadline<T>(_ step: String, _ body: () async throws -> T) async throws -> T {
         let timedOut = NIOLockedValueBox(false)
         let channel = self.channel
         let watchdog = channel.eventLoop.scheduleTask(in: .nanoseconds(Int64(timeout.components.seconds) * 1_000_000_000 + timeout.components.attoseconds / 1_000_000_000)) {
@@ -109,35 +125,17 @@ struct SMTPSession {
         }
         defer { watchdog.cancel() }
         do {
-            guard let reply = try await replies.next() else {
-                throw timedOut.withLockedValue { $0 } ? SMTPError.timeout(step) : SMTPError.connection("closed by the server during \(step)")
-            }
-            return reply
-        } catch let error as SMTPError {
-            throw error
+            return try await body()
         } catch {
-            throw timedOut.withLockedValue { $0 } ? SMTPError.timeout(step) : SMTPError.connection("\(step): \(error)")
+            if timedOut.withLockedValue({ $0 }) { throw SMTPError.timeout(step) }
+            if let error = error as? SMTPError { throw error }
+            throw SMTPError.connection("\(step): \(error)")
         }
     }
 
     mutating func expect(_ step: String, _ codes: Int...) async throws {
         let reply = try await read(step)
         guard codes.contains(reply.code) else { throw SMTPError.reply(step, reply) }
-    }
-
-    func write(_ bytes: [UInt8], _ step: String) async throws {
-        let timedOut = NIOLockedValueBox(false)
-        let channel = self.channel
-        let watchdog = channel.eventLoop.scheduleTask(in: .nanoseconds(Int64(timeout.components.seconds) * 1_000_000_000)) {
-            timedOut.withLockedValue { $0 = true }
-            channel.close(promise: nil)
-        }
-        defer { watchdog.cancel() }
-        do {
-            try await outbound.write(ByteBuffer(bytes: bytes))
-        } catch {
-            throw timedOut.withLockedValue { $0 } ? SMTPError.timeout(step) : SMTPError.connection("\(step): \(error)")
-        }
     }
 
     /// Sends `line` and expects one of `codes`.
