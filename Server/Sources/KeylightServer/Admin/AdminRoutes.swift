@@ -114,6 +114,20 @@ struct AdminRoutes {
             )
             return try JSONBody.response(["deactivated": true])
         }
+        admin.get("/tenants/:tenant/mail") { _, context in
+            try JSONBody.response(MailSettingsBody(try await service.mailSettings(tenantId: try context.parameters.require("tenant"))))
+        }
+        admin.put("/tenants/:tenant/mail") { request, context in
+            let settings = try await service.setMailSettings(tenantId: try context.parameters.require("tenant"), try await decode(MailSettings.self, request), actor: actor)
+            return try JSONBody.response(MailSettingsBody(settings))
+        }
+        admin.post("/tenants/:tenant/mail/preview") { request, context in
+            // No body previews the stored settings; a body previews those settings unsaved.
+            var request = request
+            let bytes = try await request.collectJSONBody(limit: limits.maxBodyBytes)
+            let body = bytes.readableBytes == 0 ? nil : try decodeBody(MailSettings.self, from: bytes.readableBytesView)
+            return try JSONBody.response(try await service.previewMail(tenantId: try context.parameters.require("tenant"), body))
+        }
         admin.put("/tenants/:tenant/stripe") { request, context in
             try await service.setStripe(tenantId: try context.parameters.require("tenant"), try await decode(StripeSettingsRequest.self, request), actor: actor)
             return try JSONBody.response(OKBody())

@@ -10,7 +10,11 @@ final class AdminService: Sendable {
     let sealer: SecretSealer
     /// Whether this server mails buyers (SMTP configured): licenses from payments and with
     /// `send_email` queue their key's mail.
-    let mailBuyers: Bool
+    /// The server's sender when it mails buyers (`--smtp-url`, `--mail-from`); nil: it does not.
+    let mailFrom: MailAddress?
+    /// `--public-url`, for links in mails.
+    let publicURL: String?
+    var mailBuyers: Bool { mailFrom != nil }
     let clock: any WallClock
     let licensing: LicensingService
     let signer: ResponseSigner
@@ -18,8 +22,9 @@ final class AdminService: Sendable {
     /// registration, names at every delivery).
     let addressPolicy: AddressPolicy
 
-    init(database: Database, keyRing: KeyRing, sealer: SecretSealer, clock: any WallClock, licensing: LicensingService, signer: ResponseSigner, addressPolicy: AddressPolicy = .publicOnly, mailBuyers: Bool = false) {
-        self.mailBuyers = mailBuyers
+    init(database: Database, keyRing: KeyRing, sealer: SecretSealer, clock: any WallClock, licensing: LicensingService, signer: ResponseSigner, addressPolicy: AddressPolicy = .publicOnly, mailFrom: MailAddress? = nil, publicURL: String? = nil) {
+        self.mailFrom = mailFrom
+        self.publicURL = publicURL
         self.addressPolicy = addressPolicy
         self.database = database
         self.keyRing = keyRing

@@ -103,7 +103,7 @@ func assemble(
     let addressPolicy = AddressPolicy(allowPrivate: configuration.webhookAllowPrivate)
     let admin = AdminService(
         database: database, keyRing: keyRing, sealer: sealer, clock: clock, licensing: licensing, signer: signer, addressPolicy: addressPolicy,
-        mailBuyers: configuration.mail != nil
+        mailFrom: configuration.mail?.from, publicURL: configuration.publicURL
     )
 
     // One outbound client for Stripe (webhook deliveries make their own, see the transport);

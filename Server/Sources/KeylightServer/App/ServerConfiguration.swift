@@ -14,6 +14,10 @@ public struct ServerLimits: Sendable {
     public var portalPerAddress = RateLimit(perMinute: 30, burst: 20)
     /// Customer portal actions per license.
     public var portalPerLicense = RateLimit(perMinute: 20, burst: 10)
+    /// "Lost your key?" mails per recipient address: a stranger cannot flood someone's mailbox.
+    public var lostKeyPerRecipient = RateLimit(count: 3, perSeconds: 3_600, burst: 3)
+    /// "Lost your key?" requests per client address: nor walk a list of addresses.
+    public var lostKeyPerClient = RateLimit(count: 10, perSeconds: 3_600, burst: 5)
 
     public init() {}
 
@@ -25,6 +29,8 @@ public struct ServerLimits: Sendable {
         limits.signIns = .unlimited
         limits.portalPerAddress = .unlimited
         limits.portalPerLicense = .unlimited
+        limits.lostKeyPerRecipient = .unlimited
+        limits.lostKeyPerClient = .unlimited
         return limits
     }
 }

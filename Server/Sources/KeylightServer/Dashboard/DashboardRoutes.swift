@@ -43,7 +43,9 @@ struct DashboardRoutes: Sendable {
         self.portal = PortalRoutes(
             admin: admin, renderer: renderer, secureCookies: secureCookies,
             addressLimiter: RateLimiter(limit: limits.portalPerAddress, clock: admin.clock),
-            licenseLimiter: RateLimiter(limit: limits.portalPerLicense, clock: admin.clock), logger: logger
+            licenseLimiter: RateLimiter(limit: limits.portalPerLicense, clock: admin.clock),
+            lostKeyClientLimiter: RateLimiter(limit: limits.lostKeyPerClient, clock: admin.clock),
+            lostKeyRecipientLimiter: RateLimiter(limit: limits.lostKeyPerRecipient, clock: admin.clock), logger: logger
         )
     }
 
@@ -67,6 +69,7 @@ struct DashboardRoutes: Sendable {
         LicensesController(dashboard: self).register(on: dashboard)
         SigningKeysController(dashboard: self).register(on: dashboard)
         AuditController(dashboard: self).register(on: dashboard)
+        MailSettingsController(dashboard: self).register(on: dashboard)
         portal.register(on: router)
     }
 }

@@ -4,7 +4,7 @@ import NIOConcurrencyHelpers
 
 /// Token-bucket rate limiting keyed by client address or license, in memory and per process.
 ///
-/// Each key holds up to `burst` tokens, refilled at `perMinute / 60` per second. Several server
+/// Each key holds up to `burst` tokens, refilled at `count / seconds` per second. Several server
 /// processes each keep their own buckets (documented in the README): a client spread across N
 /// processes by a load balancer gets up to N times the rate.
 ///
@@ -49,7 +49,7 @@ public final class RateLimiter<Key: Hashable & Sendable>: Sendable {
     /// Takes one token for `key` at time `now` (seconds, any origin).
     public func acquire(_ key: Key, now: Double) -> Decision {
         guard !limit.isUnlimited else { return .allowed }
-        let rate = Double(limit.perMinute) / 60
+        let rate = limit.tokensPerSecond
         let capacity = Double(max(limit.burst, 1))
         var retired: [Key: Bucket] = [:]
         let decision = state.withLockedValue { state -> Decision in
@@ -83,15 +83,26 @@ public final class RateLimiter<Key: Hashable & Sendable>: Sendable {
 
 /// A limit: sustained requests per minute and the burst allowed above it.
 public struct RateLimit: Sendable, Hashable {
-    public var perMinute: Int
+    /// Tokens refilled per `seconds`.
+    public var count: Int
+    public var seconds: Int
     public var burst: Int
+
     public init(perMinute: Int, burst: Int) {
-        self.perMinute = perMinute
+        self.init(count: perMinute, perSeconds: 60, burst: burst)
+    }
+
+    /// `count` per `seconds`: for limits slower than one a minute (a few mails an hour).
+    public init(count: Int, perSeconds seconds: Int, burst: Int) {
+        self.count = count
+        self.seconds = max(1, seconds)
         self.burst = burst
     }
+
     /// No limit at all (benchmarks, tests).
     public static let unlimited = RateLimit(perMinute: 0, burst: 0)
-    var isUnlimited: Bool { perMinute <= 0 }
+    var isUnlimited: Bool { count <= 0 }
+    var tokensPerSecond: Double { Double(count) / Double(seconds) }
 }
 
 /// The outcome of one request.

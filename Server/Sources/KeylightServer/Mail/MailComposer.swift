@@ -16,6 +16,9 @@ struct MailComposer: Sendable {
         let description: String
     }
 
+    /// Nothing to mail: a lost-key request for an address with no license that can be mailed.
+    struct NothingToSend: Error {}
+
     func compose(_ job: MailJob, now: Int64, random: inout some RandomNumberGenerator) async throws -> MailMessage {
         let settings = try await database.mailSettings(tenantId: job.tenantId) ?? MailSettings()
         let tenantName = try await database.tenant(id: job.tenantId)?.name
@@ -35,15 +38,13 @@ struct MailComposer: Sendable {
                 throw Unsendable(description: "the license's key is not kept (minted before keys were sealed): remint it")
             }
             context.merge(item) { $1 }
-            subject = try MailTemplates.render(settings.subjectTemplate ?? MailTemplates.subject, context, html: false)
-            text = try MailTemplates.render(settings.textTemplate ?? MailTemplates.text, context, html: false)
-            html = try MailTemplates.render(settings.htmlTemplate ?? MailTemplates.html, context, html: true)
+            (subject, text, html) = try MailTemplates.renderLicenseMail(settings, context)
         case .lostKeys:
             var items: [[String: Any]] = []
             for license in try await database.mailableLicenses(tenantId: job.tenantId, email: job.toAddress) {
                 if let item = try await mailItem(licenseId: license.id) { items.append(item) }
             }
-            guard !items.isEmpty else { throw Unsendable(description: "no license with a kept key under this address") }
+            guard !items.isEmpty else { throw NothingToSend() }
             context["licenses"] = items
             subject = try MailTemplates.render(MailTemplates.lostSubject, context, html: false)
             text = try MailTemplates.render(MailTemplates.lostText, context, html: false)

@@ -12,6 +12,8 @@ public struct MailJob: Codable, Sendable, Hashable {
 
     public enum Status: String, Codable, Sendable {
         case pending, sent, failed
+        /// Nothing to send when it was due (a lost-key mail for an address with no license).
+        case skipped
     }
 
     public var id: String

@@ -96,6 +96,38 @@ enum MailTemplates {
     </body></html>
     """
 
+    /// A license mail's subject, text and HTML from the tenant's templates (or the defaults).
+    static func renderLicenseMail(_ settings: MailSettings, _ context: [String: Any]) throws -> (subject: String, text: String, html: String) {
+        (
+            try render(settings.subjectTemplate ?? subject, context, html: false),
+            try render(settings.textTemplate ?? text, context, html: false),
+            try render(settings.htmlTemplate ?? html, context, html: true)
+        )
+    }
+
+    /// What a template can use, for the editor's help and the preview.
+    static let variables: [(name: String, meaning: String)] = [
+        ("product_name", "the product's name"),
+        ("key_type_name", "the key type's display name (may be empty)"),
+        ("license_key", "the license key"),
+        ("expires", "the license's end date, YYYY-MM-DD (empty when it does not expire)"),
+        ("portal_url", "the customer portal of the product (empty when it is off or --public-url is not set)"),
+        ("customer_email", "the buyer's address"),
+        ("tenant_name", "your tenant's name"),
+        ("sender_name", "the sender name"),
+    ]
+
+    /// A made-up license for the preview.
+    static func sampleContext(tenantName: String, productName: String, licenseKey: String, portalURL: String?, senderName: String?) -> [String: Any] {
+        var context: [String: Any] = [
+            "tenant_name": tenantName, "customer_email": "buyer@example.com", "sender_name": senderName ?? "",
+            "product_name": productName, "key_type_name": "Personal", "license_key": licenseKey,
+            "expires": "",
+        ]
+        if let portalURL { context["portal_url"] = portalURL }
+        return context
+    }
+
     /// Renders `template`: as text (no HTML escaping) unless `html`.
     static func render(_ template: String, _ context: [String: Any], html: Bool) throws -> String {
         let source = html ? template : "{{% CONTENT_TYPE: TEXT}}" + template

@@ -14,12 +14,20 @@ import NIOCore
 /// (``PortalSession``); every POST counts against a per-address limit, and everything done with a
 /// license against a per-license one. The full key is never written into a page, a cookie or a
 /// log: after it is entered, only its hash (sealed) and masked form travel.
+///
+/// "Lost your key?" mails every license of the tenant bought with an address to that address.
+/// It answers the same whether or not the address is known, and takes the same path either way
+/// (a mail is always queued; one for an address without licenses is dropped when it is due), so
+/// neither the page nor its timing tells a visitor whose address it is. It is limited per
+/// recipient and per client address on top of the portal's per-address limit.
 struct PortalRoutes: Sendable {
     let admin: AdminService
     let renderer: DashboardRenderer
     let secureCookies: Bool
     let addressLimiter: RateLimiter<IPAddress>
     let licenseLimiter: RateLimiter<String>
+    let lostKeyClientLimiter: RateLimiter<IPAddress>
+    let lostKeyRecipientLimiter: RateLimiter<String>
     let logger: Logger
 
     var licensing: LicensingService { admin.licensing }
@@ -37,6 +45,11 @@ struct PortalRoutes: Sendable {
         portal.post("/sign-in") { request, context in
             try await answer(request, context) { form, product, session in
                 try await signIn(form, product, session)
+            }
+        }
+        portal.post("/lost-key") { request, context in
+            try await answer(request, context) { form, product, session in
+                try await lostKey(form, product, session, client: context.rateLimitKey)
             }
         }
         portal.post("/sign-out") { request, context in
@@ -184,6 +197,25 @@ struct PortalRoutes: Sendable {
         return (.redirect(to: "/portal/\(product.tenantId)/\(product.id)", type: .normal), session)
     }
 
+    /// Queues the lost-key mail for the address and answers the same notice whether or not any
+    /// license was bought with it.
+    private func lostKey(_ form: PortalForm, _ product: Product, _ session: PortalSession, client: IPAddress) async throws -> (Response, PortalSession) {
+        guard admin.mailBuyers else { throw PortalProblem.noMail }
+        if case .limited(let retryAfter) = lostKeyClientLimiter.acquire(client) { throw APIError.rateLimited(retryAfter: retryAfter) }
+        let email: String
+        do {
+            guard let parsed = try Field.email(form["email"]?.trimmingCharacters(in: .whitespaces)) else { throw PortalProblem.badEmail }
+            email = parsed
+            _ = try MailAddress(email)
+        } catch {
+            throw PortalProblem.badEmail
+        }
+        if case .limited(let retryAfter) = lostKeyRecipientLimiter.acquire(email) { throw APIError.rateLimited(retryAfter: retryAfter) }
+        try await database.enqueueLostKeysMail(tenantId: product.tenantId, to: email, now: admin.clock.unixSeconds)
+        let notice = "If any license was bought with \(email), its key is on its way there now. Check your spam folder too if it has not arrived in a few minutes."
+        return (.redirect(to: "/portal/\(product.tenantId)/\(product.id)", type: .normal), session.with(notice: notice))
+    }
+
     /// The license the session opened, counted against its per-license limit.
     private func opened(_ session: PortalSession) throws -> (keyHash: String, PortalSession) {
         guard session.hasLicense, let keyHash = session.keyHash else { throw PortalProblem.noLicense }
@@ -203,10 +235,12 @@ struct PortalRoutes: Sendable {
 
 /// The portal's own refusals, shown on its page.
 enum PortalProblem: Error, Equatable {
-    case expiredForm, noLicense, unknownKey, keyGone
+    case expiredForm, noLicense, unknownKey, keyGone, badEmail, noMail
 
     var status: HTTPResponse.Status {
         switch self {
+        case .badEmail: .badRequest
+        case .noMail: .serviceUnavailable
         case .expiredForm: .forbidden
         case .noLicense: .forbidden
         case .unknownKey, .keyGone: .notFound
@@ -219,6 +253,8 @@ enum PortalProblem: Error, Equatable {
         case .noLicense: "Enter your license key first."
         case .unknownKey: "No license of this product has that key. Check it, including the letters before the first dash."
         case .keyGone: "That license key no longer works (it may have been replaced). Enter your current key."
+        case .badEmail: "Enter the email address you bought with, like name@example.com."
+        case .noMail: "This shop does not send mail from here. Contact the seller for your key."
         }
     }
 }

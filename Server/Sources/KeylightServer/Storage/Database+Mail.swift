@@ -22,6 +22,24 @@ extension Database {
         }
     }
 
+    /// Queues a "Lost your key?" mail to `to`. Not audited (the address comes from anybody on the
+    /// portal); the mail lists the licenses when it is sent, and is dropped then if there are none.
+    func enqueueLostKeysMail(tenantId: String, to: String, now: Int64) async throws {
+        try await write { db in
+            try await Self.enqueueMail(db, tenantId: tenantId, kind: .lostKeys, licenseId: nil, to: to, at: now)
+        }
+    }
+
+    /// Nothing to send (a lost-key mail for an address without licenses): closed without a mail.
+    func skipMail(id: String, reason: String, now: Int64) async throws {
+        try await write { db in
+            try await db.raw("""
+                UPDATE mail_outbox SET status = 'skipped', finished_at = \(bind: now), locked_until = 0, last_error = \(bind: reason)
+                WHERE id = \(bind: id) AND status = 'pending'
+                """).run()
+        }
+    }
+
     /// Takes up to `limit` due mails for `lease` seconds and counts the attempt. Where the
     /// database has row locks (PostgreSQL) rows another process is taking are skipped
     /// (`FOR UPDATE SKIP LOCKED`), and the conditions are checked again on the row written, so

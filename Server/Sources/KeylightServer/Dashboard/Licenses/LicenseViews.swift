@@ -13,6 +13,8 @@ struct LicensesView: Sendable {
     var nextURL: String?
     var csvURL: String
     var keyTypes: [KeyTypeOption]
+    /// The server sends mail: minting can mail the key.
+    var canMail: Bool
 }
 
 struct StatusOption: Sendable {
@@ -45,6 +47,34 @@ struct LicenseView: Sendable {
     var seats: String
     /// "until 2027-11-22", or nil when the license covers every build.
     var updates: String?
+    /// The server sends mail.
+    var canMail: Bool
+    /// The license's key is kept sealed (minted after keys were), so it can be mailed.
+    var keyRecoverable: Bool
+    var mails: [MailRow]
+}
+
+/// One mail of a license (its page).
+struct MailRow: Sendable {
+    var queued: String
+    var kind: String
+    var to: String
+    var status: String
+    var finished: String?
+    var next: String?
+    var attempts: Int
+    var lastError: String?
+
+    init(_ job: MailJob) {
+        queued = DashboardFormat.time(job.createdAt)
+        kind = job.kind == .license ? "license key" : "lost-key request"
+        to = job.toAddress
+        status = job.status.rawValue
+        finished = job.finishedAt.map(DashboardFormat.time)
+        next = job.status == .pending && job.attempts > 0 ? DashboardFormat.time(job.nextAttemptAt) : nil
+        attempts = job.attempts
+        lastError = job.lastError
+    }
 }
 
 extension LicenseView {

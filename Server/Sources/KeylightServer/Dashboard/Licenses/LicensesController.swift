@@ -22,7 +22,13 @@ struct LicensesController: Sendable {
     struct CreateLicenseForm: Decodable {
         @FormText var keyTypeId: String?
         @FormText var customerEmail: String?
-        enum CodingKeys: String, CodingKey { case keyTypeId = "key_type_id", customerEmail = "customer_email" }
+        @FormCheckbox var sendEmail: Bool
+        enum CodingKeys: String, CodingKey { case keyTypeId = "key_type_id", customerEmail = "customer_email", sendEmail = "send_email" }
+    }
+
+    struct ResendForm: Decodable {
+        @FormText var customerEmail: String?
+        enum CodingKeys: String, CodingKey { case customerEmail = "customer_email" }
     }
 
     func register(on group: RouterGroup<DashboardContext>) {
@@ -34,7 +40,7 @@ struct LicensesController: Sendable {
             let form = try context.decodeForm(CreateLicenseForm.self)
             let (tenantId, productId) = ProductsController.ids(context)
             let (license, key) = try await admin.createLicense(tenantId: tenantId, productId: productId, CreateLicenseRequest(
-                key_type_id: form.keyTypeId, customer_email: form.customerEmail, expires_at: nil
+                key_type_id: form.keyTypeId, license_key: nil, customer_email: form.customerEmail, expires_at: nil, updates_until: nil, send_email: form.sendEmail ? true : nil
             ), actor: try context.requireUser().actor)
             return pages.page("license", try await licenseView(tenantId, productId, license.id, context, newKey: key.text))
         }
@@ -64,6 +70,16 @@ struct LicensesController: Sendable {
             var view = try await licenseView(tenantId, productId, id, context, newKey: key.text)
             view.chrome.flash = "New key minted; the old key no longer works."
             return pages.page("license", view)
+        }
+        license.post("/email") { _, context -> Response in
+            let (tenantId, productId) = ProductsController.ids(context)
+            let form = try context.decodeForm(ResendForm.self)
+            let (_, to) = try await admin.resendEmail(
+                tenantId: tenantId, productId: productId, id: try context.parameters.require("id"),
+                ResendEmailRequest(customer_email: form.customerEmail), actor: try context.requireUser().actor
+            )
+            pages.flash(context, "The key is queued to \(to).")
+            return .redirect(to: Self.licensePage(context))
         }
         license.post("/offline-response") { _, context -> Response in
             let (tenantId, productId) = ProductsController.ids(context)
@@ -115,7 +131,8 @@ struct LicensesController: Sendable {
             licenses: licenses.map { LicenseRow($0, now: now) },
             nextURL: next.map { base + "?" + FormEncoding.encode(filters + [("cursor", $0)]) },
             csvURL: base + ".csv" + (filters.isEmpty ? "" : "?" + FormEncoding.encode(filters)),
-            keyTypes: try await admin.database.keyTypes(tenantId: tenantId, productId: productId).map { KeyTypeOption(id: $0.id, label: $0.displayName) }
+            keyTypes: try await admin.database.keyTypes(tenantId: tenantId, productId: productId).map { KeyTypeOption(id: $0.id, label: $0.displayName) },
+            canMail: admin.mailBuyers
         ))
     }
 
@@ -132,7 +149,9 @@ struct LicensesController: Sendable {
             newKey: newKey, newKeyQR: try newKey.map { qr.svg(try QRCode(text: $0, errorCorrection: .medium)) },
             canRevoke: license.status != .revoked, canSuspend: license.status == .active, canReinstate: license.status != .active,
             seats: LicenseView.seats(keyType: keyType, instances: instances, now: now),
-            updates: license.updatesUntil.map { "until " + DashboardFormat.day($0) }
+            updates: license.updatesUntil.map { "until " + DashboardFormat.day($0) },
+            canMail: admin.mailBuyers, keyRecoverable: try await admin.database.sealedKey(licenseId: license.id) != nil,
+            mails: try await admin.database.mails(licenseId: license.id).map(MailRow.init)
         )
     }
 }
