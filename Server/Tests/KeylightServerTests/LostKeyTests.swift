@@ -45,7 +45,7 @@ import Testing
             #expect(!knownNotice.isEmpty && knownNotice == Self.notice(unknownPage.text, address: "nobody@example.com"))
 
             // Both are queued alike; the mail is decided when it is due.
-            let queued = try await client.database.pendingMails(tenantId: "acme")
+            let queued = try await client.database.pendingMails(tenantId: "acme").sorted { $0.toAddress < $1.toAddress }
             #expect(queued.map(\.kind) == [.lostKeys, .lostKeys] && queued.map(\.toAddress) == ["buyer@example.com", "nobody@example.com"])
             #expect(try await client.count("SELECT COUNT(*) AS n FROM audit_log WHERE action LIKE '%lost%'") == 0)
             var random = SystemRandomNumberGenerator()
