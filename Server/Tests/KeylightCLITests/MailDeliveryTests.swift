@@ -124,6 +124,55 @@ struct MailDeliveryTests {
         #expect(await server.terminate() == 0)
     }
 
+    /// The machine is lost with a mail still queued: the backup restored with the right master
+    /// key sends it, and can mail any other license's key again.
+    @Test func aRestoredBackupStillMailsKeys() async throws {
+        let directory = try temporaryDirectory()
+        let live = directory.appendingPathComponent("live.sqlite").path
+        // The SMTP server is down while the license is minted: its mail stays in the outbox.
+        let probe = try await SMTPServerProcess(folder: directory.appendingPathComponent("probe"))
+        let downPort = probe.port
+        await probe.stop()
+        let server = try await ServerProcess(database: live, environment: Self.passwordEnvironment, arguments: Self.mailArguments(nil, port: downPort, tls: "none"))
+        let (sdkKey, seededKey, seededId) = try await server.seedLicense(token: "t")
+        let queued = try await Self.mint(server, email: "queued@example.com")
+        let queuedKey = try #require(queued.body["license_key"] as? String)
+        let backup = directory.appendingPathComponent("backup.sqlite").path
+        let made = try await CLI.run(["backup", "--db", live, "--to", backup])
+        #expect(made.status == 0, "\(made.stderr)")
+        _ = kill(server.process.processIdentifier, SIGKILL)
+        try #require(try await CrashTests.exits(server.process, within: .seconds(10)))
+
+        let restored = directory.appendingPathComponent("restored.sqlite").path
+        let keyFile = try BackupDrillTests.keyFile([UInt8](repeating: 4, count: 32), in: directory, name: "master.key")
+        let restore = try await CLI.run(["restore", "--from", backup, "--db", restored, "--master-key-file", keyFile])
+        #expect(restore.status == 0, "\(restore.stderr)")
+        let smtp = try await SMTPServerProcess(folder: directory.appendingPathComponent("mail"))
+        defer { Task { await smtp.stop() } }
+        let revived = try await ServerProcess(
+            database: restored, environment: ["KEYLIGHT_ADMIN_TOKEN": "t", "KEYLIGHT_SMTP_PASSWORD": SMTPServerProcess.password],
+            arguments: Self.mailArguments(smtp, tls: "none") + ["--master-key-file", keyFile]
+        )
+        let first = try await smtp.waitForMessages(1)
+        try #require(first.count == 1)
+        #expect(try smtp.envelope(first[0])["rcpt_tos"] as? [String] == ["queued@example.com"])
+        #expect((try await SMTPServerProcess.read(first[0])["text"] as? String)?.contains(queuedKey) == true)
+        let resend = try await revived.request(.POST, "/admin/v1/tenants/acme/products/app/licenses/\(seededId)/email", headers: Self.auth,
+                                               json: #"{"customer_email":"seeded@example.com"}"#, using: .shared)
+        #expect(resend.status == 202)
+        let second = try await smtp.waitForMessages(2)
+        try #require(second.count == 2)
+        let text = try await SMTPServerProcess.read(second[1])["text"] as? String ?? ""
+        let mailedKey = try #require(text.split(whereSeparator: \.isWhitespace).first { $0.hasPrefix("ACME-") }.map(String.init))
+        #expect(mailedKey == seededKey)
+        for (key, machine) in [(queuedKey, "r1"), (mailedKey, "r2")] {
+            let activation = try await revived.request(.POST, "/acme/app/activate", headers: [("X-Keylight-SDK-Key", sdkKey)],
+                                                      json: #"{"license_key":"\#(key)","instance_name":"Mac","machine_hash":"\#(machine)"}"#, using: .shared)
+            #expect(activation.status == 200)
+        }
+        #expect(await revived.terminate() == 0)
+    }
+
     @Test func headerInjectionAndMailWithoutItsPrerequisitesAreRefused() async throws {
         let directory = try temporaryDirectory()
         let smtp = try await SMTPServerProcess(folder: directory.appendingPathComponent("mail"))

@@ -58,7 +58,23 @@ struct SMTPClientTests {
         let server = try await SMTPServerProcess(folder: try temporaryDirectory(), extra: ["--reject-rcpt", "nobody@example.com"])
         defer { Task { await server.stop() } }
         try await SMTPClient(settings: Self.settings(server, tls: "none")).send(try Self.message(text: "hello"), boundary: "b")
-        #expect(try await server.waitForMessages(1).count == 1)
+        let first = try await server.waitForMessages(1)
+        try #require(first.count == 1)
+        #expect(try server.envelope(first[0])["mechanism"] as? String == "PLAIN")  // preferred when offered
+
+        // A server that offers only AUTH LOGIN: the user and password go as two challenges.
+        let loginOnly = try await SMTPServerProcess(folder: try temporaryDirectory(), extra: ["--auth-only", "LOGIN"])
+        defer { Task { await loginOnly.stop() } }
+        try await SMTPClient(settings: Self.settings(loginOnly, tls: "none")).send(try Self.message(text: "by login"), boundary: "b")
+        let viaLogin = try await loginOnly.waitForMessages(1)
+        try #require(viaLogin.count == 1)
+        let envelope = try loginOnly.envelope(viaLogin[0])
+        #expect(envelope["mechanism"] as? String == "LOGIN" && envelope["authenticated"] as? Bool == true)
+        let wrongLogin = await #expect(throws: SMTPError.self) {
+            try await SMTPClient(settings: Self.settings(loginOnly, tls: "none", password: "nope")).send(try Self.message(text: "x"), boundary: "b")
+        }
+        #expect(wrongLogin?.isTransient == false && wrongLogin?.description.contains("535") == true)
+        #expect(loginOnly.messages().count == 1)
 
         // A wrong password is final (535), as is a refused recipient (550).
         let wrong = await #expect(throws: SMTPError.self) {

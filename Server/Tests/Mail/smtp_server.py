@@ -6,7 +6,8 @@ STARTTLS with a certificate made here, every accepted message written to a folde
 Prints "ready PORT [CA-FILE]" once listening; runs until terminated. Each message is written as
 DIR/NNNN.eml (the raw DATA) with DIR/NNNN.json (envelope, auth user) beside it. With --reject-rcpt
 a RCPT TO that address is answered 550 (a final refusal); with --tempfail-file, while that file
-exists every RCPT is answered 451 (try again later)."""
+exists every RCPT is answered 451 (try again later). With --auth-only MECH the server offers
+only that AUTH mechanism (LOGIN, say); the envelope records which one the client used."""
 import argparse, asyncio, datetime, json, os, signal, ssl, sys, tempfile, threading
 
 from aiosmtpd.controller import Controller
@@ -20,6 +21,7 @@ parser.add_argument("--port", type=int, default=0)
 parser.add_argument("--starttls", action="store_true")
 parser.add_argument("--reject-rcpt")
 parser.add_argument("--tempfail-file")
+parser.add_argument("--auth-only", choices=["PLAIN", "LOGIN"])
 args = parser.parse_args()
 os.makedirs(args.folder, exist_ok=True)
 count = [len([n for n in os.listdir(args.folder) if n.endswith(".eml")])]
@@ -59,6 +61,7 @@ def make_certificate():
 class Authenticator:
     def __call__(self, server, session, envelope, mechanism, auth_data):
         ok = isinstance(auth_data, LoginPassword) and auth_data.login.decode() == args.user and auth_data.password.decode() == args.password
+        session.keylight_mechanism = mechanism
         return AuthResult(success=ok, handled=False)
 
 
@@ -77,7 +80,8 @@ class Handler:
             name = os.path.join(args.folder, "%04d" % count[0])
         with open(name + ".json", "w") as f:
             json.dump({"mail_from": envelope.mail_from, "rcpt_tos": envelope.rcpt_tos,
-                       "authenticated": session.authenticated, "tls": session.ssl is not None}, f)
+                       "authenticated": session.authenticated, "tls": session.ssl is not None,
+                       "mechanism": getattr(session, "keylight_mechanism", None)}, f)
         # The .eml last: a reader that sees it sees the envelope too.
         with open(name + ".eml.tmp", "wb") as f:
             f.write(envelope.original_content)
@@ -102,7 +106,8 @@ if not port:
         port = probe.getsockname()[1]
 controller = Controller(Handler(), hostname="127.0.0.1", port=port, authenticator=Authenticator(),
                         auth_required=True, auth_require_tls=bool(args.starttls), require_starttls=bool(args.starttls),
-                        tls_context=tls, decode_data=False)
+                        tls_context=tls, decode_data=False,
+                        auth_exclude_mechanism=[m for m in ("PLAIN", "LOGIN") if args.auth_only and m != args.auth_only])
 controller.start()
 print("ready %d %s" % (controller.port, ca_path), flush=True)
 stop = threading.Event()
