@@ -288,6 +288,13 @@ include-operation-id = "resendLicenseEmail"
 parameters = {{ "path.tenant" = "acme", "path.product" = "app", "path.id" = {{ dictionary = "admin_license_ids", probability = 0.8 }} }}
 checks.positive_data_acceptance.expected-statuses = ["2xx", 400, 401, 403, 404, 409, 422, 429, "5xx"]
 
+# Mail settings: a template that does not parse, or a reply_to that is not an address, is a 400 no schema can
+# express (Mustache's grammar, an address's).
+[[operations]]
+include-operation-id = ["setMailSettings", "previewMail"]
+parameters = {{ "path.tenant" = "acme" }}
+checks.positive_data_acceptance.expected-statuses = ["2xx", 400, 401, 403, 404, 409, 422, 429, "5xx"]
+
 # The admin license routes, with the licenses and the instance seeded for them (first matching entry applies).
 [[operations]]
 include-operation-id = "deactivateInstance"

@@ -15,56 +15,14 @@ import urllib.request
 import sys
 import time
 
-from selenium import webdriver
-from selenium.webdriver.chrome.options import Options
-from selenium.webdriver.chrome.service import Service
 from selenium.webdriver.common.by import By
 from selenium.webdriver.support.ui import Select
+
+from browser_support import browser, check, shot
 
 BASE = os.environ["KEYLIGHT_URL"].rstrip("/")
 EMAIL = os.environ["KEYLIGHT_EMAIL"]
 PASSWORD = os.environ["KEYLIGHT_PASSWORD"]
-SHOTS = os.environ.get("KEYLIGHT_SCREENSHOTS")
-
-
-def browser():
-    options = Options()
-    for argument in ["--headless=new", "--no-sandbox", "--disable-dev-shm-usage", "--window-size=1280,1000", "--disable-gpu"]:
-        options.add_argument(argument)
-    binary = os.environ.get("CHROMIUM_BINARY", "/usr/bin/chromium")
-    if os.path.exists(binary):
-        options.binary_location = binary
-    driver_path = os.environ.get("CHROMEDRIVER", "/usr/bin/chromedriver")
-    driver = webdriver.Chrome(service=Service(executable_path=driver_path), options=options)
-    driver.set_page_load_timeout(30)
-    driver.set_script_timeout(30)
-    return driver
-
-
-def check(condition, message, timeout=10.0):
-    """`condition` is a function, polled until true: a submitted form navigates asynchronously."""
-    deadline = time.monotonic() + timeout
-    while True:
-        try:
-            if condition():
-                break
-        except Exception:  # the page may be mid-navigation
-            pass
-        if time.monotonic() > deadline:
-            print("FAILED: " + message, file=sys.stderr)
-            sys.exit(1)
-        time.sleep(0.1)
-    print("ok: " + message)
-
-
-def shot(driver, name, height=None):
-    if not SHOTS:
-        return
-    os.makedirs(SHOTS, exist_ok=True)
-    full = height or driver.execute_script("return Math.min(document.body.scrollHeight, 2400)")
-    driver.set_window_size(1280, max(700, full))
-    driver.save_screenshot(os.path.join(SHOTS, name + ".png"))
-    driver.set_window_size(1280, 1000)
 
 
 def sdk(action, sdk_key, body):

@@ -16,69 +16,26 @@ import os
 import signal
 import subprocess
 import sys
-import time
 import urllib.request
 
-from selenium import webdriver
-from selenium.webdriver.chrome.options import Options
-from selenium.webdriver.chrome.service import Service
 from selenium.webdriver.common.by import By
+
+import browser_support
+from browser_support import check, shot
 
 BASE = os.environ["KEYLIGHT_URL"].rstrip("/")
 TOKEN = os.environ["KEYLIGHT_ADMIN_TOKEN"]
 BIN = os.environ["KEYLIGHT_BIN"]
 WORK = os.environ["KEYLIGHT_WORKDIR"]
-SHOTS = os.environ.get("KEYLIGHT_SCREENSHOTS")
 DOWNLOADS = os.path.join(WORK, "downloads")
 
 
 def browser():
-    options = Options()
-    for argument in ["--headless=new", "--no-sandbox", "--disable-dev-shm-usage", "--window-size=1280,1000", "--disable-gpu"]:
-        options.add_argument(argument)
-    options.add_experimental_option("prefs", {"download.default_directory": DOWNLOADS, "download.prompt_for_download": False})
-    binary = os.environ.get("CHROMIUM_BINARY", "/usr/bin/chromium")
-    if os.path.exists(binary):
-        options.binary_location = binary
-    driver = webdriver.Chrome(service=Service(executable_path=os.environ.get("CHROMEDRIVER", "/usr/bin/chromedriver")), options=options)
-    driver.set_page_load_timeout(30)
-    # Headless Chromium saves downloads only when told where.
-    driver.execute_cdp_cmd("Page.setDownloadBehavior", {"behavior": "allow", "downloadPath": DOWNLOADS})
-    return driver
-
-
-def check(condition, message, timeout=10.0):
-    deadline = time.monotonic() + timeout
-    while True:
-        try:
-            if condition():
-                break
-        except Exception:  # the page may be mid-navigation
-            pass
-        if time.monotonic() > deadline:
-            print("FAILED: " + message, file=sys.stderr)
-            sys.exit(1)
-        time.sleep(0.1)
-    print("ok: " + message)
-
-
-def shot(driver, name):
-    if not SHOTS:
-        return
-    os.makedirs(SHOTS, exist_ok=True)
-    height = driver.execute_script("return Math.min(document.body.scrollHeight, 2400)")
-    driver.set_window_size(1280, max(700, height))
-    driver.save_screenshot(os.path.join(SHOTS, name + ".png"))
-    driver.set_window_size(1280, 1000)
+    return browser_support.browser(downloads=DOWNLOADS)
 
 
 def admin(method, path, body=None):
-    request = urllib.request.Request(
-        BASE + "/admin/v1" + path, data=json.dumps(body).encode() if body is not None else None, method=method,
-        headers={"Content-Type": "application/json", "Authorization": "Bearer " + TOKEN},
-    )
-    with urllib.request.urlopen(request, timeout=10) as response:
-        return json.loads(response.read())
+    return browser_support.admin(BASE, TOKEN, method, path, body)
 
 
 def client(server, store, *arguments):

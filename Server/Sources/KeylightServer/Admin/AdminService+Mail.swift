@@ -19,6 +19,22 @@ struct MailSettingsBody: Encodable {
         var html_template = MailTemplates.html
     }
 
+    enum CodingKeys: String, CodingKey {
+        case sender_name, reply_to, subject_template, text_template, html_template, defaults, variables
+    }
+
+    /// A field that is the default is `null`, not left out: a client sees every setting there is.
+    func encode(to encoder: any Encoder) throws {
+        var container = encoder.container(keyedBy: CodingKeys.self)
+        try container.encode(sender_name, forKey: .sender_name)
+        try container.encode(reply_to, forKey: .reply_to)
+        try container.encode(subject_template, forKey: .subject_template)
+        try container.encode(text_template, forKey: .text_template)
+        try container.encode(html_template, forKey: .html_template)
+        try container.encode(defaults, forKey: .defaults)
+        try container.encode(variables, forKey: .variables)
+    }
+
     init(_ settings: MailSettings) {
         sender_name = settings.senderName
         reply_to = settings.replyTo
@@ -40,8 +56,9 @@ struct MailPreviewBody: Encodable {
 }
 
 extension AdminService {
-    static let maxTemplateBytes = 32 * 1024
-    static let maxSubjectTemplateBytes = 500
+    // Lengths in Unicode code points, as openapi.yaml's maxLength counts them.
+    static let maxTemplateLength = 32 * 1024
+    static let maxSubjectTemplateLength = 500
 
     func mailSettings(tenantId: String) async throws -> MailSettings {
         _ = try await requireTenant(tenantId)
@@ -73,7 +90,7 @@ extension AdminService {
             tenantName: tenant.name, productName: product?.name ?? "Your App", licenseKey: key.text, portalURL: portalURL, senderName: sender.displayName
         )
         let (subject, text, html) = try MailTemplates.renderLicenseMail(settings, context)
-        return MailPreviewBody(from: sender.header, reply_to: settings.replyTo, subject: subject, text: text, html: html)
+        return MailPreviewBody(from: sender.readable, reply_to: settings.replyTo, subject: subject, text: text, html: html)
     }
 
     /// `body` checked (a `PUT …/mail` body is a ``MailSettings``; PUT replaces, and an absent,
@@ -83,19 +100,19 @@ extension AdminService {
         var settings = MailSettings()
         if let name = blankIsNil(body.senderName) {
             guard !MailAddress.hasLineBreakOrControl(name) else { throw .invalidRequest("Field sender_name contains a line break or control character.") }
-            guard name.count <= 100 else { throw .invalidRequest("Field sender_name is longer than 100 characters.") }
+            guard name.unicodeScalars.count <= 100 else { throw .invalidRequest("Field sender_name is longer than 100 characters.") }
             settings.senderName = name.trimmingCharacters(in: .whitespaces)
         }
         if let replyTo = blankIsNil(body.replyTo) {
             do {
-                settings.replyTo = try MailAddress(parsing: replyTo).header
+                settings.replyTo = try MailAddress(parsing: replyTo).readable
             } catch {
                 throw .invalidRequest("Field reply_to: \(error.description).")
             }
         }
         if let subject = blankIsNil(body.subjectTemplate) {
             guard !MailAddress.hasLineBreakOrControl(subject) else { throw .invalidRequest("Field subject_template contains a line break or control character.") }
-            guard subject.utf8.count <= maxSubjectTemplateBytes else { throw .invalidRequest("Field subject_template is longer than \(maxSubjectTemplateBytes) bytes.") }
+            guard subject.unicodeScalars.count <= maxSubjectTemplateLength else { throw .invalidRequest("Field subject_template is longer than \(maxSubjectTemplateLength) characters.") }
             settings.subjectTemplate = try template(subject, "subject_template")
         }
         if let text = blankIsNil(body.textTemplate) { settings.textTemplate = try template(text, "text_template") }
@@ -105,7 +122,7 @@ extension AdminService {
 
     /// A template that parses, within the size limit.
     private static func template(_ source: String, _ field: String) throws(APIError) -> String {
-        guard source.utf8.count <= maxTemplateBytes else { throw .invalidRequest("Field \(field) is longer than \(maxTemplateBytes) bytes.") }
+        guard source.unicodeScalars.count <= maxTemplateLength else { throw .invalidRequest("Field \(field) is longer than \(maxTemplateLength) characters.") }
         do {
             _ = try MustacheTemplate(string: source)
         } catch let error as MustacheTemplate.ParserError {

@@ -45,6 +45,13 @@ public struct MailAddress: Sendable, Hashable {
         text.unicodeScalars.contains { $0.value < 0x20 || $0.value == 0x7F || $0 == "\u{2028}" || $0 == "\u{2029}" || $0 == "\u{85}" }
     }
 
+    /// As a person reads it (`Acme Café <sales@acme.example>`), and as ``init(parsing:)`` reads
+    /// it back: for settings and previews, not headers.
+    var readable: String {
+        guard let displayName else { return address }
+        return "\(displayName) <\(address)>"
+    }
+
     /// The header form.
     var header: String {
         guard let displayName else { return address }

@@ -63,7 +63,9 @@ struct MailComposer: Sendable {
         let key = try LicenseKeySeal.open(sealed, licenseId: licenseId, with: sealer)
         let product = try await database.product(tenantId: license.tenantId, id: license.productId)
         let keyType = try await database.keyType(tenantId: license.tenantId, productId: license.productId, id: license.keyTypeId)
-        var item: [String: Any] = ["license_key": key, "product_name": product?.name ?? license.productId, "key_type_name": keyType?.displayName ?? ""]
+        var item: [String: Any] = ["license_key": key, "product_name": product?.name ?? license.productId]
+        // Only values that are there: swift-mustache shows a section for an empty string.
+        if let name = keyType?.displayName, !name.isEmpty { item["key_type_name"] = name }
         // The customer portal of the license's product (only where it is switched on).
         if let publicURL, product?.portalEnabled ?? false { item["portal_url"] = "\(publicURL)/portal/\(license.tenantId)/\(license.productId)" }
         if let expiresAt = license.expiresAt {

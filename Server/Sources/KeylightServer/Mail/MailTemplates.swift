@@ -122,7 +122,6 @@ enum MailTemplates {
         var context: [String: Any] = [
             "tenant_name": tenantName, "customer_email": "buyer@example.com", "sender_name": senderName ?? "",
             "product_name": productName, "key_type_name": "Personal", "license_key": licenseKey,
-            "expires": "",
         ]
         if let portalURL { context["portal_url"] = portalURL }
         return context

@@ -93,7 +93,7 @@ struct MailSettingsController: Sendable {
         let tenant = try await admin.requireTenant(tenantId)
         return MailSettingsView(
             chrome: pages.chrome("Mail · \(tenant.name)", context), tenantId: tenantId, tenantName: tenant.name,
-            sender: admin.mailFrom?.header, fields: fields,
+            sender: admin.mailFrom?.readable, fields: fields,
             variables: MailTemplates.variables.map { .init(name: $0.name, meaning: $0.meaning) }
         )
     }
