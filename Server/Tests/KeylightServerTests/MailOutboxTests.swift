@@ -44,6 +44,34 @@ import Testing
         }
     }
 
+    /// A payment's license queues its mail with it, once however often the event comes; an
+    /// address a buyer typed with a line break mints the license (the money was received) but
+    /// queues no mail, and cannot be resent to without a corrected address.
+    @Test func aPaymentQueuesItsMailOnceAndNeverToAnInjectedAddress() async throws {
+        try await Self.harness().run { client in
+            let seed = try await StripeWebhookTests.configured(client)
+            let paid = StripeMoneyPathTests.session(seed, id: "cs_mail", paymentStatus: "paid")
+            for _ in 0..<2 {
+                #expect(try await StripeMoneyPathTests.send(client, "checkout.session.completed", paid, id: "evt_mail").status == .ok)
+            }
+            _ = try await StripeMoneyPathTests.send(client, "checkout.session.completed", paid, id: "evt_mail_again")
+            let minted = try await StripeMoneyPathTests.licenses(client, session: "cs_mail")
+            #expect(minted.count == 1)
+            let queued = try await client.database.pendingMails(tenantId: "acme")
+            #expect(queued.count == 1 && queued.first?.licenseId == minted.first?.id && queued.first?.toAddress == "cs_mail@shop.example")
+
+            var injected = StripeMoneyPathTests.session(seed, id: "cs_evil", paymentStatus: "paid")
+            injected["customer_details"] = ["email": "buyer@shop.example\r\nBcc: everyone@x.example"]
+            #expect(try await StripeMoneyPathTests.outcome(client, "checkout.session.completed", injected) == "minted")
+            #expect(try await client.database.pendingMails(tenantId: "acme").count == 1)
+            let evil = try #require(try await client.database.sql.raw("SELECT id FROM licenses WHERE customer_email LIKE 'buyer@shop.example%'").first(decodingColumn: "id", as: String.self))
+            let resend = try await client.admin(.post, "/tenants/acme/products/app/licenses/\(evil)/email")
+            #expect(resend.status == .badRequest && (resend["error"] as? String)?.contains("cannot receive mail") == true)
+            #expect(try await client.admin(.post, "/tenants/acme/products/app/licenses/\(evil)/email", ["customer_email": "buyer@shop.example"]).status == .accepted)
+            #expect(try await client.database.pendingMails(tenantId: "acme").map(\.toAddress).sorted() == ["buyer@shop.example", "cs_mail@shop.example"])
+        }
+    }
+
     @Test func aKeyMintedBeforeSealingCannotBeMailedOnlyReminted() async throws {
         try await Self.harness().run { client in
             let seed = try await client.seed()

@@ -207,6 +207,8 @@ final class AdminService: Sendable {
         guard mailBuyers else { throw APIError.mailNotConfigured }
         let corrected = try Field.email(body.customer_email)
         guard let to = corrected ?? license.customerEmail else { throw APIError.invalidRequest("The license has no customer_email: give one.") }
+        // An address on file came from a payment provider: it may not be one mail can go to.
+        guard (try? MailAddress(to)) != nil else { throw APIError.invalidRequest("The license's address (\(to.prefix(80).debugDescription)) cannot receive mail: give customer_email.") }
         guard try await database.sealedKey(licenseId: license.id) != nil else {
             throw APIError(status: .conflict, code: "KEY_NOT_RECOVERABLE", message: "This license was minted before keys were kept sealed, so its key cannot be mailed again; remint it to mail a new key.")
         }

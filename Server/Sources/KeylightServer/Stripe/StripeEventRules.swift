@@ -78,7 +78,9 @@ struct StripeEventRules {
             customerEmail: email, activeInstances: 0, createdAt: now, updatedAt: now,
             updatesUntil: keyType.updatesDays.map { now + Int64($0) * 86_400 }
         )
-        let mail = mailBuyers ? email.map { MailRequest(kind: .license, to: $0) } : nil
+        // The address is Stripe's to tell, and anybody's to type at checkout: mailed only if it is
+        // a plain address (a line break or control character would be a header injection).
+        let mail = mailBuyers ? email.flatMap { try? MailAddress($0) }.map { MailRequest(kind: .license, to: $0.address) } : nil
         try await ledger.insertLicense(license, key: newKey, sealedKey: try LicenseKeySeal.seal(newKey, licenseId: licenseId, with: sealer), mail: mail,
                                        customer: object.customer, paymentIntent: object.paymentIntent, subscription: object.subscription, details: [
             "source": "stripe", "checkout_session": sessionId, "product_id": productId, "key_type_id": keyTypeId, "masked_key": newKey.masked,
