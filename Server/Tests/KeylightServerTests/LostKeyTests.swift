@@ -66,6 +66,10 @@ import Testing
             let skipped = try await client.count("SELECT COUNT(*) AS n FROM mail_outbox WHERE status = 'skipped' AND to_address = 'nobody@example.com'")
             #expect(skipped == 1)
             #expect(try await client.count("SELECT COUNT(*) AS n FROM audit_log WHERE action = 'mail.failed'") == 0)
+            // Finished lost-key rows go after their retention; the pending one stays.
+            #expect(try await client.database.purgeLostKeyMails(finishedBefore: client.clock.unixSeconds) == 0)
+            #expect(try await client.database.purgeLostKeyMails(finishedBefore: client.clock.unixSeconds + 1) == 1)
+            #expect(try await client.database.pendingMails(tenantId: "acme").map(\.toAddress) == ["buyer@example.com"])
         }
     }
 

@@ -113,20 +113,23 @@ extension AdminService {
         if let subject = blankIsNil(body.subjectTemplate) {
             guard !MailAddress.hasLineBreakOrControl(subject) else { throw .invalidRequest("Field subject_template contains a line break or control character.") }
             guard subject.unicodeScalars.count <= maxSubjectTemplateLength else { throw .invalidRequest("Field subject_template is longer than \(maxSubjectTemplateLength) characters.") }
-            settings.subjectTemplate = try template(subject, "subject_template")
+            settings.subjectTemplate = try template(subject, "subject_template", html: false)
         }
-        if let text = blankIsNil(body.textTemplate) { settings.textTemplate = try template(text, "text_template") }
-        if let html = blankIsNil(body.htmlTemplate) { settings.htmlTemplate = try template(html, "html_template") }
+        if let text = blankIsNil(body.textTemplate) { settings.textTemplate = try template(text, "text_template", html: false) }
+        if let html = blankIsNil(body.htmlTemplate) { settings.htmlTemplate = try template(html, "html_template", html: true) }
         return settings
     }
 
     /// A template that parses, within the size limit.
-    private static func template(_ source: String, _ field: String) throws(APIError) -> String {
+    private static func template(_ source: String, _ field: String, html: Bool) throws(APIError) -> String {
         guard source.unicodeScalars.count <= maxTemplateLength else { throw .invalidRequest("Field \(field) is longer than \(maxTemplateLength) characters.") }
         do {
-            _ = try MustacheTemplate(string: source)
+            _ = try MailTemplates.compile(source, html: html)
         } catch let error as MustacheTemplate.ParserError {
-            throw .invalidRequest("Field \(field) is not a valid Mustache template (line \(error.context.lineNumber), column \(error.context.columnNumber): \(error.error)).")
+            // Columns of the template as typed: the text pragma sits before its first line.
+            let line = error.context.lineNumber
+            let column = html || line > 1 ? error.context.columnNumber : max(1, error.context.columnNumber - MailTemplates.textPragma.count)
+            throw .invalidRequest("Field \(field) is not a valid Mustache template (line \(line), column \(column): \(error.error)).")
         } catch {
             throw .invalidRequest("Field \(field) is not a valid Mustache template.")
         }

@@ -36,6 +36,9 @@ struct MailService: Service {
     /// A mail is held this long by the process sending it.
     static let lease: Int64 = 300
     static let backoffCap: Double = 4 * 3_600
+    /// Finished "Lost your key?" rows (anybody's address, from the portal) are kept this long; a
+    /// license's own mails stay, as its history.
+    static let lostKeyRetentionDays: Int64 = 30
 
     func run() async throws {
         while !Task.isShuttingDownGracefully {

@@ -129,7 +129,15 @@ enum MailTemplates {
 
     /// Renders `template`: as text (no HTML escaping) unless `html`.
     static func render(_ template: String, _ context: [String: Any], html: Bool) throws -> String {
-        let source = html ? template : "{{% CONTENT_TYPE: TEXT}}" + template
-        return try MustacheTemplate(string: source).render(context)
+        try compile(template, html: html).render(context)
     }
+
+    /// The template as it is rendered: the text ones behind a pragma that turns escaping off. A
+    /// template is checked with this too, since the pragma can change how it parses (a combining
+    /// mark at its start joins the pragma's closing brace into one character).
+    static func compile(_ template: String, html: Bool) throws -> MustacheTemplate {
+        try MustacheTemplate(string: html ? template : textPragma + template)
+    }
+
+    static let textPragma = "{{% CONTENT_TYPE: TEXT}}"
 }

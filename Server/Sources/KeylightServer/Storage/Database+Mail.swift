@@ -40,6 +40,16 @@ extension Database {
         }
     }
 
+    /// Deletes finished lost-key mails older than `finishedBefore`; answers how many.
+    @discardableResult
+    func purgeLostKeyMails(finishedBefore: Int64) async throws -> Int {
+        try await write { db in
+            try await db.raw("""
+                DELETE FROM mail_outbox WHERE kind = 'lost_keys' AND status <> 'pending' AND finished_at < \(bind: finishedBefore) RETURNING id
+                """).all().count
+        }
+    }
+
     /// Takes up to `limit` due mails for `lease` seconds and counts the attempt. Where the
     /// database has row locks (PostgreSQL) rows another process is taking are skipped
     /// (`FOR UPDATE SKIP LOCKED`), and the conditions are checked again on the row written, so
