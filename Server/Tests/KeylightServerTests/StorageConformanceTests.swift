@@ -261,10 +261,13 @@ import Testing
                 return try await group.reduce(into: [Int]()) { $0.append($1) }
             }
             let histogram = Dictionary(statuses.map { ($0, 1) }, uniquingKeysWith: +)
-            // The cap is the point: exactly 3 activations. The rest are refused at the cap (409) or,
-            // when the machine is loaded (a CI build on the other core), shed by the bounded pool wait
-            // (503, documented); nothing else.
-            #expect(statuses.filter { $0 == 200 }.count == 3, "\(histogram)")
+            // The cap is the point: exactly 3 activations hold slots. The rest are refused at the cap
+            // (409) or, when the machine is loaded (a CI run of every suite at once on 2 cores), shed
+            // by the bounded pool wait (503, documented); nothing else. Under that load an activation
+            // can commit and still answer 503 (its answer missed a deadline): a retry from that
+            // machine finds its slot. So 200s are at most 3, and the slots exactly 3.
+            #expect((1...3).contains(statuses.filter { $0 == 200 }.count) || statuses.contains(503), "\(histogram)")
+            #expect(statuses.filter { $0 == 200 }.count <= 3, "\(histogram)")
             #expect(statuses.allSatisfy { $0 == 200 || $0 == 409 || $0 == 503 }, "\(histogram)")
             #expect(statuses.contains(409), "\(histogram)")
             #expect(try await client.count("SELECT COUNT(*) AS n FROM instances WHERE active") == 3)
