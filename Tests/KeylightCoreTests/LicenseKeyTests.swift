@@ -89,6 +89,26 @@ import Testing
         let shown = key.masked.filter { $0 != "\u{00B7}" && $0 != "-" }.count
         #expect(shown * 2 <= text.filter { $0 != "-" }.count, "\(key.masked)")
         #expect(key.masked.hasSuffix(String(text.suffix(text.count >= 16 ? 4 : text.count / 4))))
+
+        // Kept with the product's prefix: the prefix whole, and at most a third of the rest.
+        let kept = key.masked(keepingPrefix: "ACME")
+        if text.hasPrefix("ACME-") {
+            #expect(kept.hasPrefix("ACME-\u{00B7}"))
+            let restShown = kept.dropFirst(5).filter { $0 != "\u{00B7}" && $0 != "-" }.count
+            #expect(restShown * 3 <= text.dropFirst(5).filter { $0 != "-" }.count, "\(kept)")
+        } else {
+            #expect(kept == key.masked)
+        }
+    }
+
+    /// The hosted service's demo keys keep their own prefix (`NOTE-····-0001` was the bug).
+    @Test func anImportedKeyKeepsItsProductsWholePrefix() throws {
+        #expect(try LicenseKey("NOTES-PRO0-0000-0001").masked(keepingPrefix: "NOTES") == "NOTES-\u{00B7}\u{00B7}\u{00B7}\u{00B7}-0001")
+        #expect(try LicenseKey("NOTES-REVK-0000-0002").masked(keepingPrefix: "NOTES").hasSuffix("-0002"))
+        // Another product's prefix, or a minted key: as `masked`.
+        #expect(try LicenseKey("NOTES-PRO0-0000-0001").masked(keepingPrefix: "ACME") == LicenseKey("NOTES-PRO0-0000-0001").masked)
+        let minted = try LicenseKey.generate(prefix: "NOTES")
+        #expect(minted.masked(keepingPrefix: "NOTES") == minted.masked && minted.masked.hasPrefix("NOTES-"))
     }
 
     /// The server imports only keys the SDK will take for the product: a minted-shape key with a

@@ -33,7 +33,9 @@ import Testing
         let config = ProductConfig(tenantId: "t", productId: "p", trialDurationDays: 14, freeTierEnabled: true, issuedAt: 1, expiresAt: 9).signed(with: key)
         let body = ValidateResponse(valid: true, licenseExpiresAt: nil, lease: lease, config: config).jsonBytes
         let object = try #require(try JSONSerialization.jsonObject(with: Data(body)) as? [String: Any])
-        #expect(object.keys.sorted() == ["config", "lease", "license_expires_at", "valid"])
+        // The six cfg1 fields also at the top level (protocol 6.7).
+        #expect(object.keys.sorted() == ["config", "expires_at", "free_tier_enabled", "issued_at", "kid", "lease", "license_expires_at", "signature", "trial_duration_days", "valid"])
+        #expect(object["signature"] as? String == config.signature && object["kid"] as? String == "k1" && object["trial_duration_days"] as? Int == 14)
         #expect(object["license_expires_at"] is NSNull)
         let leaseData = try JSONSerialization.data(withJSONObject: try #require(object["lease"]))
         #expect(try Lease(json: leaseData) == lease)

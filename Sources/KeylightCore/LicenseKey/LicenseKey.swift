@@ -54,6 +54,17 @@ public struct LicenseKey: Hashable, Sendable, CustomStringConvertible {
         return "\(head)-\(hidden)-\(text.suffix(shown))"
     }
 
+    /// As ``masked``, keeping the whole of the product's `prefix`: the prefix is on every key of
+    /// the product, so it tells nothing, and an imported key reads as its own (`NOTES-····-0001`
+    /// for `NOTES-PRO0-0000-0001`, not `NOTE-····-0001`). The tail shown is at most a third of
+    /// what follows the prefix, and at most 4 characters.
+    public func masked(keepingPrefix prefix: String) -> String {
+        guard !isMintedFormat, !prefix.isEmpty, text.hasPrefix(prefix + "-") else { return masked }
+        let rest = text.dropFirst(prefix.count + 1)
+        let shown = min(4, rest.filter { $0 != "-" }.count / 3)
+        return "\(prefix)-\(String(repeating: "\u{00B7}", count: Self.groupLength))-\(rest.suffix(shown))"
+    }
+
     public var description: String { masked }
 
     /// A new key for `prefix` from 80 bits of `generator`, which must be cryptographically

@@ -13,6 +13,8 @@ struct CreateProductRequest: Decodable {
     var free_tier_enabled: Bool?
     /// Whether the customer portal is open (default true).
     var portal_enabled: Bool?
+    /// Whether SDK requests must carry the SDK key (default true; protocol 6.7).
+    var sdk_key_required: Bool?
 }
 
 struct UpdateProductRequest: Decodable {
@@ -21,6 +23,8 @@ struct UpdateProductRequest: Decodable {
     var free_tier_enabled: Bool?
     /// Whether the customer portal is open (default true).
     var portal_enabled: Bool?
+    /// Whether SDK requests must carry the SDK key (default true; protocol 6.7).
+    var sdk_key_required: Bool?
 }
 
 struct CreateKeyTypeRequest: Decodable {
@@ -65,6 +69,12 @@ struct ResendEmailBody: Encodable {
 }
 
 /// `POST …/licenses/{id}/email`: mail the key again, optionally to a corrected address (saved).
+/// `POST …/signing-keys/rotate` (the body is optional).
+struct RotateSigningKeysRequest: Decodable, Sendable {
+    /// Rotate only if this is the staged key's kid (409 `STAGED_KEY_MISMATCH` otherwise).
+    var expected_next_kid: String?
+}
+
 struct ResendEmailRequest: Decodable {
     var customer_email: String?
 }

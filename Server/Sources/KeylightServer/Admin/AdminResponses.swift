@@ -29,6 +29,7 @@ struct ProductBody: Encodable {
     var trial_duration_days: Int
     var free_tier_enabled: Bool
     var portal_enabled: Bool
+    var sdk_key_required: Bool
     /// Present only in the response that creates the product.
     var sdk_key: String?
 
@@ -40,6 +41,7 @@ struct ProductBody: Encodable {
         trial_duration_days = product.trialDurationDays
         free_tier_enabled = product.freeTierEnabled
         portal_enabled = product.portalEnabled
+        sdk_key_required = product.sdkKeyRequired
         sdk_key = sdkKey
     }
 }

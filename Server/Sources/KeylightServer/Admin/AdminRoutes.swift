@@ -21,37 +21,39 @@ struct AdminAuthMiddleware: RouterMiddleware {
 struct AdminRoutes {
     let service: AdminService
     let limits: ServerLimits
+    let table: AdminRouteTable
 
     func register(on router: some RouterMethods<KeylightRequestContext>, tokenHash: [UInt8]) {
-        let admin = router.group("/admin/v1").add(middleware: AdminAuthMiddleware(tokenHash: tokenHash))
+        let group = router.group("/admin/v1").add(middleware: AdminAuthMiddleware(tokenHash: tokenHash))
+        let admin = AdminRouter(group: group, limits: limits, idempotency: IdempotencyKeys(database: service.database, sealer: service.sealer, clock: service.clock), table: table)
         let actor = AuditActor.adminToken
 
-        admin.post("/tenants") { request, _ in
-            let tenant = try await service.createTenant(try await decode(CreateTenantRequest.self, request), actor: actor)
+        admin.post("/tenants", body: CreateTenantRequest.self) { body, _, _ in
+            let tenant = try await service.createTenant(body, actor: actor)
             return try JSONBody.response(TenantBody(id: tenant.id, name: tenant.name), status: .created)
         }
         admin.get("/tenants") { _, _ in
             try JSONBody.response(["tenants": try await service.database.tenants().map { TenantBody(id: $0.id, name: $0.name) }])
         }
-        admin.post("/tenants/:tenant/products") { request, context in
-            let (product, sdkKey) = try await service.createProduct(tenantId: try context.parameters.require("tenant"), try await decode(CreateProductRequest.self, request), actor: actor)
+        admin.post("/tenants/:tenant/products", body: CreateProductRequest.self) { body, _, context in
+            let (product, sdkKey) = try await service.createProduct(tenantId: try context.parameters.require("tenant"), body, actor: actor)
             return try JSONBody.response(ProductBody(product, sdkKey: sdkKey), status: .created)
         }
         admin.get("/tenants/:tenant/products") { _, context in
             let tenant = try await service.requireTenant(try context.parameters.require("tenant"))
             return try JSONBody.response(["products": try await service.database.products(tenantId: tenant.id).map { ProductBody($0) }])
         }
-        admin.patch("/tenants/:tenant/products/:product") { request, context in
+        admin.patch("/tenants/:tenant/products/:product", body: UpdateProductRequest.self) { body, _, context in
             let product = try await service.updateProduct(
                 tenantId: try context.parameters.require("tenant"), productId: try context.parameters.require("product"),
-                try await decode(UpdateProductRequest.self, request), actor: actor
+                body, actor: actor
             )
             return try JSONBody.response(ProductBody(product))
         }
-        admin.post("/tenants/:tenant/products/:product/key-types") { request, context in
+        admin.post("/tenants/:tenant/products/:product/key-types", body: CreateKeyTypeRequest.self) { body, _, context in
             let keyType = try await service.createKeyType(
                 tenantId: try context.parameters.require("tenant"), productId: try context.parameters.require("product"),
-                try await decode(CreateKeyTypeRequest.self, request), actor: actor
+                body, actor: actor
             )
             return try JSONBody.response(KeyTypeBody(keyType), status: .created)
         }
@@ -59,10 +61,10 @@ struct AdminRoutes {
             let product = try await service.requireProduct(tenantId: try context.parameters.require("tenant"), productId: try context.parameters.require("product"))
             return try JSONBody.response(["key_types": try await service.database.keyTypes(tenantId: product.tenantId, productId: product.id).map(KeyTypeBody.init)])
         }
-        admin.post("/tenants/:tenant/products/:product/licenses") { request, context in
+        admin.post("/tenants/:tenant/products/:product/licenses", body: CreateLicenseRequest.self) { body, _, context in
             let (license, key) = try await service.createLicense(
                 tenantId: try context.parameters.require("tenant"), productId: try context.parameters.require("product"),
-                try await decode(CreateLicenseRequest.self, request), actor: actor
+                body, actor: actor
             )
             return try JSONBody.response(LicenseBody(license: license, now: service.clock.unixSeconds, licenseKey: key.text), status: .created)
         }
@@ -96,14 +98,11 @@ struct AdminRoutes {
             )
             return try JSONBody.response(LicenseBody(license: license, now: service.clock.unixSeconds, licenseKey: key.text))
         }
-        admin.post("/tenants/:tenant/products/:product/licenses/:id/email") { request, context in
+        admin.post("/tenants/:tenant/products/:product/licenses/:id/email", optionalBody: ResendEmailRequest.self) { body, _, context in
             // The body is optional: none (or `{}`) mails the address on file.
-            var request = request
-            let bytes = try await request.collectJSONBody(limit: limits.maxBodyBytes)
-            let body = bytes.readableBytes == 0 ? ResendEmailRequest() : try decodeBody(ResendEmailRequest.self, from: bytes.readableBytesView)
             let (license, to) = try await service.resendEmail(
                 tenantId: try context.parameters.require("tenant"), productId: try context.parameters.require("product"),
-                id: try context.parameters.require("id"), body, actor: actor
+                id: try context.parameters.require("id"), body ?? ResendEmailRequest(), actor: actor
             )
             return try JSONBody.response(ResendEmailBody(queued: true, license_id: license.id, to: to), status: .accepted)
         }
@@ -117,19 +116,16 @@ struct AdminRoutes {
         admin.get("/tenants/:tenant/mail") { _, context in
             try JSONBody.response(MailSettingsBody(try await service.mailSettings(tenantId: try context.parameters.require("tenant"))))
         }
-        admin.put("/tenants/:tenant/mail") { request, context in
-            let settings = try await service.setMailSettings(tenantId: try context.parameters.require("tenant"), try await decode(MailSettings.self, request), actor: actor)
+        admin.put("/tenants/:tenant/mail", body: MailSettings.self) { body, _, context in
+            let settings = try await service.setMailSettings(tenantId: try context.parameters.require("tenant"), body, actor: actor)
             return try JSONBody.response(MailSettingsBody(settings))
         }
-        admin.post("/tenants/:tenant/mail/preview") { request, context in
+        admin.post("/tenants/:tenant/mail/preview", optionalBody: MailSettings.self) { body, _, context in
             // No body previews the stored settings; a body previews those settings unsaved.
-            var request = request
-            let bytes = try await request.collectJSONBody(limit: limits.maxBodyBytes)
-            let body = bytes.readableBytes == 0 ? nil : try decodeBody(MailSettings.self, from: bytes.readableBytesView)
             return try JSONBody.response(try await service.previewMail(tenantId: try context.parameters.require("tenant"), body))
         }
-        admin.put("/tenants/:tenant/stripe") { request, context in
-            try await service.setStripe(tenantId: try context.parameters.require("tenant"), try await decode(StripeSettingsRequest.self, request), actor: actor)
+        admin.put("/tenants/:tenant/stripe", body: StripeSettingsRequest.self) { body, _, context in
+            try await service.setStripe(tenantId: try context.parameters.require("tenant"), body, actor: actor)
             return try JSONBody.response(OKBody())
         }
         admin.get("/tenants/:tenant/stripe/events") { request, context in
@@ -144,10 +140,10 @@ struct AdminRoutes {
             let outcome = try await service.retryStripeEvent(tenantId: try context.parameters.require("tenant"), id: id, actor: actor)
             return try JSONBody.response(["id": id, "outcome": outcome.rawValue])
         }
-        admin.patch("/tenants/:tenant/products/:product/key-types/:id") { request, context in
+        admin.patch("/tenants/:tenant/products/:product/key-types/:id", body: UpdateKeyTypeRequest.self) { body, _, context in
             let keyType = try await service.updateKeyType(
                 tenantId: try context.parameters.require("tenant"), productId: try context.parameters.require("product"),
-                id: try context.parameters.require("id"), try await decode(UpdateKeyTypeRequest.self, request), actor: actor
+                id: try context.parameters.require("id"), body, actor: actor
             )
             return try JSONBody.response(KeyTypeBody(keyType))
         }
@@ -155,18 +151,18 @@ struct AdminRoutes {
             let key = try await service.rotateCheckoutKey(tenantId: try context.parameters.require("tenant"), actor: actor)
             return try JSONBody.response(["checkout_key": key], status: .created)
         }
-        admin.post("/tenants/:tenant/webhooks") { request, context in
-            let (endpoint, secret) = try await service.createWebhookEndpoint(tenantId: try context.parameters.require("tenant"), try await decode(CreateWebhookEndpointRequest.self, request), actor: actor)
+        admin.post("/tenants/:tenant/webhooks", body: CreateWebhookEndpointRequest.self) { body, _, context in
+            let (endpoint, secret) = try await service.createWebhookEndpoint(tenantId: try context.parameters.require("tenant"), body, actor: actor)
             return try JSONBody.response(WebhookEndpointBody(endpoint, secret: secret), status: .created)
         }
         admin.get("/tenants/:tenant/webhooks") { _, context in
             let tenant = try await service.requireTenant(try context.parameters.require("tenant"))
             return try JSONBody.response(["endpoints": try await service.database.webhookEndpoints(tenantId: tenant.id).map { WebhookEndpointBody($0) }])
         }
-        admin.patch("/tenants/:tenant/webhooks/:id") { request, context in
+        admin.patch("/tenants/:tenant/webhooks/:id", body: UpdateWebhookEndpointRequest.self) { body, _, context in
             let endpoint = try await service.setWebhookEndpointEnabled(
                 tenantId: try context.parameters.require("tenant"), id: try context.parameters.require("id"),
-                try await decode(UpdateWebhookEndpointRequest.self, request), actor: actor
+                body, actor: actor
             )
             return try JSONBody.response(WebhookEndpointBody(endpoint))
         }
@@ -192,8 +188,8 @@ struct AdminRoutes {
             let row = try await service.prepareSigningKey(tenantId: try context.parameters.require("tenant"), actor: actor)
             return try JSONBody.response(SigningKeyBody(kid: row.kid, public_key: row.publicKey, status: row.status.rawValue), status: .created)
         }
-        admin.post("/tenants/:tenant/signing-keys/rotate") { _, context in
-            let rotated = try await service.rotateSigningKeys(tenantId: try context.parameters.require("tenant"), actor: actor)[0]
+        admin.post("/tenants/:tenant/signing-keys/rotate", optionalBody: RotateSigningKeysRequest.self) { body, _, context in
+            let rotated = try await service.rotateSigningKeys(tenantId: try context.parameters.require("tenant"), body, actor: actor)[0]
             return try JSONBody.response(SigningKeyBody(kid: rotated.kid, public_key: rotated.publicKey), status: .created)
         }
         admin.post("/tenants/:tenant/signing-keys/:kid/retire") { _, context in
@@ -207,8 +203,8 @@ struct AdminRoutes {
             return try JSONBody.response(["keys": rows.map { SigningKeyBody(kid: $0.kid, public_key: $0.publicKey, status: $0.status.rawValue, created_at: $0.createdAt) }])
         }
         // Protocol 4 and 6.2: the server-wide routes act on every tenant at once.
-        admin.post("/signing-keys/rotate") { _, _ in
-            let outcomes = try await service.rotateSigningKeys(tenantId: nil, actor: actor)
+        admin.post("/signing-keys/rotate", optionalBody: RotateSigningKeysRequest.self) { body, _, _ in
+            let outcomes = try await service.rotateSigningKeys(tenantId: nil, body, actor: actor)
             return try JSONBody.response(ServerRotationBody(
                 kid: outcomes[0].kid, public_key: outcomes[0].publicKey,
                 tenants: outcomes.map { .init(tenant_id: $0.tenantId, kid: $0.kid, public_key: $0.publicKey, prepared: $0.promotedNext) }
@@ -244,11 +240,5 @@ struct AdminRoutes {
         guard let text, !text.isEmpty else { return value }
         guard let limit = Int(text), (1...500).contains(limit) else { throw .invalidRequest("limit must be 1-500.") }
         return limit
-    }
-
-    private func decode<T: Decodable>(_ type: T.Type, _ request: Request) async throws -> T {
-        var request = request
-        let body = try await request.collectJSONBody(limit: limits.maxBodyBytes)
-        return try decodeBody(T.self, from: body.readableBytesView)
     }
 }

@@ -76,7 +76,7 @@ final class AdminService: Sendable {
             tenantId: tenantId, id: id, name: name, keyPrefix: prefix,
             sdkKeyHash: Hex.encode(SHA256.hash(data: Data(sdkKey.utf8))),
             trialDurationDays: trialDays, freeTierEnabled: body.free_tier_enabled ?? false, createdAt: now, updatedAt: now,
-            portalEnabled: body.portal_enabled ?? true
+            portalEnabled: body.portal_enabled ?? true, sdkKeyRequired: body.sdk_key_required ?? true
         )
         guard try await database.insertProduct(product, actor: actor) else { throw APIError.conflict("Product \(id) already exists.") }
         return (product, sdkKey)
@@ -87,7 +87,8 @@ final class AdminService: Sendable {
         if let days = body.trial_duration_days { _ = try Field.integer(days, "trial_duration_days", in: 0...3650) }
         guard let product = try await database.updateProduct(
             tenantId: tenantId, id: productId, name: name, trialDurationDays: body.trial_duration_days,
-            freeTierEnabled: body.free_tier_enabled, portalEnabled: body.portal_enabled, now: clock.unixSeconds, actor: actor
+            freeTierEnabled: body.free_tier_enabled, portalEnabled: body.portal_enabled,
+            sdkKeyRequired: body.sdk_key_required, now: clock.unixSeconds, actor: actor
         ) else { throw APIError.notFound("Product") }
         licensing.forgetProduct(tenantId: tenantId, productId: productId)
         return product
@@ -153,7 +154,7 @@ final class AdminService: Sendable {
         }
         let license = License(
             id: UUID().uuidString.lowercased(), tenantId: tenantId, productId: productId, keyTypeId: keyTypeId,
-            keyHash: key.keyHash, maskedKey: key.masked, status: .active, expiresAt: expiresAt, customerEmail: email,
+            keyHash: key.keyHash, maskedKey: key.masked(keepingPrefix: product.keyPrefix), status: .active, expiresAt: expiresAt, customerEmail: email,
             activeInstances: 0, createdAt: now, updatedAt: now, updatesUntil: updatesUntil
         )
         do {
@@ -268,10 +269,24 @@ final class AdminService: Sendable {
     /// Rotates one tenant (or every tenant, `tenantId` nil): its prepared `next` key, else a new
     /// key of its own, signs from now on; responses are signed under it at once (a new intermediate
     /// key). At least one outcome, in tenant id order; 409 when there is no tenant to rotate.
-    func rotateSigningKeys(tenantId: String?, actor: AuditActor) async throws -> [RotationOutcome] {
+    /// With `expected_next_kid`, the rotation happens only if that is the key staged (prepared)
+    /// for each tenant rotated; else 409 `STAGED_KEY_MISMATCH` and nothing changes. A retried
+    /// rotation so cannot promote a second key.
+    func rotateSigningKeys(tenantId: String?, _ body: RotateSigningKeysRequest? = nil, actor: AuditActor) async throws -> [RotationOutcome] {
         let tenantIds = if let tenantId { [try await requireTenant(tenantId).id] } else { try await database.tenants().map(\.id) }
         guard !tenantIds.isEmpty else { throw APIError.conflict("There is no tenant to rotate; each tenant gets its first key when it is created.") }
-        let outcomes = try await keyRing.rotate(tenantIds: tenantIds, actor: actor)
+        let expected = try Field.optional(body?.expected_next_kid, "expected_next_kid", max: 64)
+        let outcomes: [RotationOutcome]
+        do {
+            outcomes = try await keyRing.rotate(tenantIds: tenantIds, expectedNextKid: expected, actor: actor)
+        } catch let mismatch as StagedKeyMismatch {
+            var error = APIError(
+                status: .conflict, code: "STAGED_KEY_MISMATCH",
+                message: "Tenant \(mismatch.tenantId)'s staged key is \(mismatch.stagedKid ?? "none"), not \(expected ?? ""): nothing was rotated. Read the keys again before rotating."
+            )
+            error.extraFields = Array((try? JSONSerialization.data(withJSONObject: ["staged_kid": mismatch.stagedKid.map { $0 as Any } ?? NSNull()])) ?? Data())
+            throw error
+        }
         try await signer.refresh()
         return outcomes
     }

@@ -19,7 +19,7 @@ public struct StartupReport: Sendable {
 
 /// The assembled server: the Hummingbird application and what start-up did.
 public struct KeylightServer: Sendable {
-    public let application: Application<RouterResponder<KeylightRequestContext>>
+    public let application: Application<SlashedPathResponder<RouterResponder<KeylightRequestContext>>>
     public let report: StartupReport
     /// The server's database (closed by the application at shutdown), for tools such as bulk import.
     public let database: Database
@@ -33,6 +33,8 @@ public struct KeylightServer: Sendable {
     let readiness: Readiness
     /// The admin service the routes use (tests reach the sealer through it).
     let admin: AdminService
+    /// The admin API's routes and the body fields each takes.
+    public let adminRoutes: AdminRouteTable
 }
 
 /// Opens the database, applies migrations, loads or creates the signing key and admin token,
@@ -146,12 +148,14 @@ func assemble(
             client: SMTPClient(settings: $0.smtp), configuration: $0, clock: clock, metrics: metrics, logger: logger
         )]
     } ?? []
+    let adminRoutes = AdminRouteTable(prefix: "/admin/v1")
     let router = buildRouter(
         licensing: licensing, admin: admin, checkout: checkout, dashboard: dashboard, keyRing: keyRing, metrics: metrics, signer: signer,
-        limits: configuration.limits, trustedProxies: configuration.trustedProxies, adminTokenHash: tokenHash, readiness: readiness
+        limits: configuration.limits, trustedProxies: configuration.trustedProxies, adminTokenHash: tokenHash, readiness: readiness,
+        adminRoutes: adminRoutes
     )
     let application = Application(
-        router: router,
+        responder: SlashedPathResponder(base: router.buildResponder()),
         server: .guardedHTTP1(limits: configuration.connections, gauge: ConnectionGauge(limit: configuration.connections.maxConnections)),
         configuration: .init(address: .hostname(configuration.host, port: configuration.port), serverName: "keylight"),
         // Shut down in reverse order: stop webhook delivery, flush validation times, stop key
@@ -183,7 +187,8 @@ func assemble(
     return KeylightServer(
         application: application,
         report: StartupReport(createdAdminToken: createdToken, appliedMigrations: applied, signingKids: keyRing.current.tenants.mapValues(\.active.kid)),
-        database: database, keyRing: keyRing, signer: signer, webhooks: webhooks, unwritten: unwritten, readiness: readiness, admin: admin
+        database: database, keyRing: keyRing, signer: signer, webhooks: webhooks, unwritten: unwritten, readiness: readiness, admin: admin,
+        adminRoutes: adminRoutes
     )
 }
 
@@ -192,7 +197,8 @@ func assemble(
 /// per-address limit around every API.
 func buildRouter(
     licensing: LicensingService, admin: AdminService, checkout: CheckoutService, dashboard: DashboardRoutes, keyRing: KeyRing, metrics: ServerMetrics, signer: ResponseSigner?,
-    limits: ServerLimits, trustedProxies: TrustedProxies = .none, adminTokenHash: [UInt8], readiness: Readiness? = nil
+    limits: ServerLimits, trustedProxies: TrustedProxies = .none, adminTokenHash: [UInt8], readiness: Readiness? = nil,
+    adminRoutes: AdminRouteTable = AdminRouteTable(prefix: "/admin/v1")
 ) -> Router<KeylightRequestContext> {
     let built = Router(context: KeylightRequestContext.self, options: .autoGenerateHeadEndpoints)
     let router = MethodRecordingRouter(built)
@@ -205,7 +211,7 @@ func buildRouter(
     SDKRoutes(service: licensing, limits: limits, signer: signer, addressLimit: addressLimit).register(on: router)
     router.add(middleware: addressLimit)
     ops.registerTenantKeysets(on: router)
-    AdminRoutes(service: admin, limits: limits).register(on: router, tokenHash: adminTokenHash)
+    AdminRoutes(service: admin, limits: limits, table: adminRoutes).register(on: router, tokenHash: adminTokenHash)
     StripeWebhookRoutes(admin: admin).register(on: router)
     CheckoutRoutes(service: checkout, limits: limits).register(on: router)
     dashboard.register(on: router)

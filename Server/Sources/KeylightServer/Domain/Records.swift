@@ -24,11 +24,14 @@ public struct Product: Codable, Sendable, Hashable {
     public var updatedAt: Int64
     /// The customer portal (`/portal/<tenant>/<product>`) is open; on by default, off in the product's settings.
     public var portalEnabled: Bool = true
+    /// Requests to its SDK API must carry the SDK key (the default). Off (protocol 6.7), a request
+    /// without the header is served; one with a wrong key is still 401.
+    public var sdkKeyRequired: Bool = true
 
     /// Column names: rows decode without a key strategy, which would re-derive snake case on every access.
     enum CodingKeys: String, CodingKey {
         case tenantId = "tenant_id", id, name, keyPrefix = "key_prefix", sdkKeyHash = "sdk_key_hash", trialDurationDays = "trial_duration_days", freeTierEnabled = "free_tier_enabled", createdAt = "created_at", updatedAt = "updated_at"
-        case portalEnabled = "portal_enabled"
+        case portalEnabled = "portal_enabled", sdkKeyRequired = "sdk_key_required"
     }
 }
 

@@ -1,3 +1,4 @@
+import Foundation
 import HTTPTypes
 
 /// An error the API answers with: a status, a stable code and a human sentence, rendered as
@@ -24,6 +25,23 @@ public struct APIError: Error, Sendable, Hashable, CustomStringConvertible {
     public static func invalidRequest(_ message: String) -> Self {
         Self(status: .badRequest, code: "INVALID_REQUEST", message: message)
     }
+    /// A body field the endpoint does not define (a misspelling, usually): named in the message
+    /// and in a `field` member.
+    public static func unknownField(_ path: String) -> Self {
+        var error = Self(status: .badRequest, code: "UNKNOWN_FIELD", message: "Unknown field \(path): this endpoint does not take it (check its spelling).")
+        error.extraFields = Array((try? JSONSerialization.data(withJSONObject: ["field": path])) ?? Data())
+        return error
+    }
+    /// An `Idempotency-Key` used before with another request.
+    public static let idempotencyMismatch = Self(
+        status: .unprocessableContent, code: "IDEMPOTENCY_MISMATCH",
+        message: "This Idempotency-Key was used with a different request (method, path or body); use a new key for a new request."
+    )
+    /// An `Idempotency-Key` whose first request is still running.
+    public static let idempotencyInProgress = Self(
+        status: .conflict, code: "IDEMPOTENCY_IN_PROGRESS",
+        message: "A request with this Idempotency-Key is still being processed; retry shortly.", retryAfter: 1
+    )
     /// `send_email` or a resend on a server started without `--smtp-url`.
     public static let mailNotConfigured = Self(status: .unprocessableContent, code: "MAIL_NOT_CONFIGURED", message: "This server sends no mail: start it with --smtp-url and --mail-from.")
     public static let unauthorized = Self(status: .unauthorized, code: "UNAUTHORIZED", message: "Missing or wrong credentials.")

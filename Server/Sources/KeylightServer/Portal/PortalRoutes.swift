@@ -191,7 +191,7 @@ struct PortalRoutes: Sendable {
         var session = session
         session.licenseId = grant.licenseId
         session.keyHash = key.keyHash
-        session.maskedKey = key.masked
+        session.maskedKey = key.masked(keepingPrefix: product.keyPrefix)
         // A new token once a license is open: one seen before the key was entered is worth nothing after.
         session.csrf = AccountController.newToken()
         return (.redirect(to: "/portal/\(product.tenantId)/\(product.id)", type: .normal), session)

@@ -30,19 +30,29 @@ final class LicensingService: Sendable {
 
     /// The product named in the path, after checking the SDK key: 401 without a key, 404 for an
     /// unknown tenant or product, 401 for a wrong key (compared as SHA-256 digests, in constant time).
+    /// The product an SDK request is for, once its SDK key is right. A request without the header
+    /// is served only by a product with `sdk_key_required` off (protocol 6.7), and is 401 wherever
+    /// the product is unknown, so that leaving the key out tells nothing about which products
+    /// exist. A header that is present must be right.
     func authorizedProduct(tenantId: String, productId: String, sdkKey: String?) async throws -> Product {
-        guard let sdkKey, !sdkKey.isEmpty, sdkKey.utf8.count <= 256 else { throw APIError.unauthorized }
+        if let sdkKey, sdkKey.isEmpty || sdkKey.utf8.count > 256 { throw APIError.unauthorized }
         guard TenantPath.isValidId(tenantId), !TenantPath.reserved.contains(tenantId), TenantPath.isValidId(productId) else {
-            throw APIError.notFound("Product")
+            throw sdkKey == nil ? APIError.unauthorized : APIError.notFound("Product")
         }
         let cacheKey = tenantId + "/" + productId
         let product: Product
         if let cached = products.value(for: cacheKey) {
             product = cached
         } else {
-            guard let loaded = try await database.product(tenantId: tenantId, id: productId) else { throw APIError.notFound("Product") }
+            guard let loaded = try await database.product(tenantId: tenantId, id: productId) else {
+                throw sdkKey == nil ? APIError.unauthorized : APIError.notFound("Product")
+            }
             products.set(loaded, for: cacheKey)
             product = loaded
+        }
+        guard let sdkKey else {
+            guard !product.sdkKeyRequired else { throw APIError.unauthorized }
+            return product
         }
         let presented = Hex.encode(SHA256.hash(data: Data(sdkKey.utf8)))
         guard ConstantTime.equals(presented, product.sdkKeyHash) else { throw APIError.unauthorized }
@@ -63,7 +73,8 @@ final class LicensingService: Sendable {
 
     func activate(_ body: ActivateRequest, product: Product) async throws -> ActivateResponse {
         let key = try Field.licenseKey(body.license_key)
-        let name = try Field.required(body.instance_name, "instance_name", max: 256)
+        // Cut, not refused (protocol 6.8): the hosted C# client names a device by its whole OS description.
+        let name = try Field.required(body.instance_name.map { Field.cut($0, maxBytes: 256) }, "instance_name", max: 256)
         let machineHash = try Field.optional(body.machine_hash, "machine_hash", max: 128)
         let freeTierId = try Field.optionalIdentifier(body.free_tier_instance_id, "free_tier_instance_id")
         let existingId = try Field.optionalIdentifier(body.instance_id, "instance_id")
@@ -87,13 +98,14 @@ final class LicensingService: Sendable {
         freeTierId: String?, deviceKey: String?, change: InstanceChange, now: Int64
     ) async throws -> (instanceId: String, grant: LicenseGrant) {
         var attempt = 0
+        let newInstanceId = UUID().uuidString.lowercased()
         while true {
             attempt += 1
             let outcome: ActivationOutcome
             do {
                 outcome = try await database.activate(
                     keyHash: keyHash, tenantId: product.tenantId, productId: product.id,
-                    newInstanceId: UUID().uuidString.lowercased(), name: name, machineHash: machineHash,
+                    newInstanceId: newInstanceId, name: name, machineHash: machineHash,
                     existingInstanceId: existingId, freeTierInstanceId: freeTierId, now: now, deviceKey: deviceKey, change: change,
                     refuse: { grant in Self.refusal(grant, now: now, activating: true, offline: deviceKey != nil) != nil }
                 )
@@ -107,7 +119,13 @@ final class LicensingService: Sendable {
                 throw try await unknownKey(keyHash, product: product)
             case .refused(let grant):
                 metrics.recordActivation("refused")
-                throw Self.refusal(grant, now: now, activating: true, offline: deviceKey != nil) ?? .internalError
+                var refusal = Self.refusal(grant, now: now, activating: true, offline: deviceKey != nil) ?? .internalError
+                if refusal == .licenseExpired {
+                    // Said with a signed `expired` lease, as validate says it (protocol 6.7).
+                    let lease = try await lease(for: grant, tenantId: product.tenantId, instanceId: grant.instanceId ?? newInstanceId, now: now)
+                    refusal.extraFields = ExpiredActivation(licenseExpiresAt: grant.expiresAt, lease: lease).jsonBytes
+                }
+                throw refusal
             case .limitReached:
                 metrics.recordActivation("limit_reached")
                 var error = APIError.activationLimitReached
@@ -172,15 +190,24 @@ final class LicensingService: Sendable {
         )
     }
 
+    /// Frees an instance. With the license key, both must match; without it, or with `""` (the
+    /// hosted C++ and C# clients, protocol 6.7 and 6.8), the instance id alone decides: it is a
+    /// random value only its device holds.
     func deactivate(_ body: DeactivateRequest, product: Product) async throws -> DeactivateResponse {
-        let key = try Field.licenseKey(body.license_key)
         let instanceId = try Field.identifier(body.instance_id, "instance_id")
-        try limitLicense(key)
+        let key = try body.license_key.flatMap { $0.isEmpty ? nil : $0 }.map { text throws(APIError) in try Field.licenseKey(text) }
+        if let key {
+            try limitLicense(key)
+        } else if case .limited(let retryAfter) = licenseLimiter.acquire("instance:" + instanceId) {
+            throw APIError.rateLimited(retryAfter: retryAfter)
+        }
         switch try await database.deactivate(
-            keyHash: key.keyHash, licenseId: nil, tenantId: product.tenantId, productId: product.id, instanceId: instanceId,
+            keyHash: key?.keyHash, licenseId: nil, tenantId: product.tenantId, productId: product.id, instanceId: instanceId,
             now: clock.unixSeconds, change: .app, proof: Self.onlineOnly
         ) {
-        case .licenseNotFound: throw try await unknownKey(key.keyHash, product: product)
+        case .licenseNotFound:
+            guard let key else { throw APIError.notFound("Instance") }
+            throw try await unknownKey(key.keyHash, product: product)
         case .instanceNotFound: throw APIError.notFound("Instance")
         case .deactivated, .alreadyInactive: return DeactivateResponse()
         case .invalidProof: throw APIError.offlineDeviceNeedsProof

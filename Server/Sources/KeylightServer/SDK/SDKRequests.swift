@@ -3,6 +3,20 @@ import KeylightCore
 
 /// Field checks shared by every request body: lengths, characters, and the error each gives.
 enum Field {
+    /// `text` cut at the last whole Unicode scalar within `maxBytes` of UTF-8.
+    static func cut(_ text: String, maxBytes: Int) -> String {
+        guard text.utf8.count > maxBytes else { return text }
+        var scalars = String.UnicodeScalarView()
+        var bytes = 0
+        for scalar in text.unicodeScalars {
+            let size = String(scalar).utf8.count
+            guard bytes + size <= maxBytes else { break }
+            scalars.append(scalar)
+            bytes += size
+        }
+        return String(scalars)
+    }
+
     static func required(_ value: String?, _ name: String, max: Int) throws(APIError) -> String {
         guard let value, !value.isEmpty else { throw .invalidRequest("Missing field \(name).") }
         return try optional(value, name, max: max)!
@@ -77,13 +91,23 @@ protocol TelemetryFields {
 func decodeBody<T: Decodable>(_ type: T.Type, from bytes: some DataProtocol) throws(APIError) -> T {
     do {
         return try JSONDecoder().decode(T.self, from: Data(bytes))
-    } catch let DecodingError.keyNotFound(key, _) {
-        throw .invalidRequest("Missing field \(key.stringValue).")
-    } catch let DecodingError.typeMismatch(_, context), let DecodingError.valueNotFound(_, context) {
-        let field = context.codingPath.map(\.stringValue).joined(separator: ".")
-        throw .invalidRequest(field.isEmpty ? "Request body must be a JSON object." : "Field \(field) has the wrong type.")
     } catch {
-        throw .invalidRequest("Request body is not valid JSON.")
+        throw APIError.decoding(error)
+    }
+}
+
+extension APIError {
+    /// A decoding failure as the 400 that names the field.
+    static func decoding(_ error: any Error) -> APIError {
+        switch error {
+        case let DecodingError.keyNotFound(key, _):
+            return .invalidRequest("Missing field \(key.stringValue).")
+        case let DecodingError.typeMismatch(_, context), let DecodingError.valueNotFound(_, context):
+            let field = RecordingDecoder.path(context.codingPath)
+            return .invalidRequest(field.isEmpty ? "Request body must be a JSON object." : "Field \(field) has the wrong type.")
+        default:
+            return .invalidRequest("Request body is not valid JSON.")
+        }
     }
 }
 

@@ -32,13 +32,20 @@ extension JSONWriter {
     /// The signed config (cfg1) object.
     mutating func config(_ config: SignedProductConfig) {
         beginObject()
+        configFields(config)
+        endObject()
+    }
+
+    /// The six cfg1 fields as members of the object being written: the body of `GET …/config`,
+    /// and, beside `"config"`, the top level of validate and keyless (protocol 6.7: the hosted
+    /// clients read them there).
+    mutating func configFields(_ config: SignedProductConfig) {
         key("trial_duration_days"); integer(Int64(config.trialDurationDays))
         key("free_tier_enabled"); bool(config.freeTierEnabled)
         key("issued_at"); integer(config.issuedAt)
         key("expires_at"); integer(config.expiresAt)
         key("kid"); string(config.kid)
         key("signature"); string(config.signature)
-        endObject()
     }
 }
 
@@ -60,6 +67,20 @@ struct SeatReport: Sendable {
     func write(to writer: inout JSONWriter) {
         if let heartbeatSeconds { writer.key("heartbeat_seconds"); writer.integer(Int64(heartbeatSeconds)) }
         writer.key("over_limit"); writer.bool(overLimit)
+    }
+}
+
+/// The members a 422 `LICENSE_EXPIRED` from activate adds (protocol 6.7): the signed `expired`
+/// lease for the instance the activation would have used, and the license's end.
+struct ExpiredActivation: SDKResponse {
+    var licenseExpiresAt: Int64?
+    var lease: Lease
+
+    func write(to writer: inout JSONWriter) {
+        writer.beginObject()
+        writer.key("license_expires_at"); writer.integer(licenseExpiresAt)
+        writer.key("lease"); writer.lease(lease)
+        writer.endObject()
     }
 }
 
@@ -95,6 +116,7 @@ struct ValidateResponse: SDKResponse {
         writer.key("license_expires_at"); writer.integer(licenseExpiresAt)
         writer.key("lease"); writer.lease(lease)
         writer.key("config"); writer.config(config)
+        writer.configFields(config)
         seat?.write(to: &writer)
         writer.endObject()
     }
@@ -113,8 +135,10 @@ struct KeylessResponse: SDKResponse {
 
     func write(to writer: inout JSONWriter) {
         writer.beginObject()
+        writer.key("received"); writer.bool(true)
         writer.key("ok"); writer.bool(true)
         writer.key("config"); writer.config(config)
+        writer.configFields(config)
         writer.endObject()
     }
 }

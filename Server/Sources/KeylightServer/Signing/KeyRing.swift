@@ -128,11 +128,11 @@ public final class KeyRing: Sendable {
 
     /// Rotates the given tenants: each one's prepared `next` key, or else a new key of its own,
     /// signs from now on; previous keys stay in the keysets as `grace`.
-    func rotate(tenantIds: [String], actor: AuditActor) async throws -> [RotationOutcome] {
+    func rotate(tenantIds: [String], expectedNextKid: String? = nil, actor: AuditActor) async throws -> [RotationOutcome] {
         let now = clock.unixSeconds
         // Made before the transaction (sealing is no work to hold a writer for); unused ones are dropped.
         let fresh = try Dictionary(uniqueKeysWithValues: tenantIds.map { ($0, try makeRow(tenantId: $0, now: now)) })
-        let outcomes = try await database.rotateSigningKeys(fresh: fresh, order: tenantIds, now: now, actor: actor)
+        let outcomes = try await database.rotateSigningKeys(fresh: fresh, order: tenantIds, expectedNextKid: expectedNextKid, now: now, actor: actor)
         try await reload()
         return outcomes
     }

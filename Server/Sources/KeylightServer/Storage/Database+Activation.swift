@@ -226,6 +226,8 @@ extension Database {
             var query: SQLQueryString = "SELECT id FROM licenses WHERE tenant_id = \(bind: tenantId) AND product_id = \(bind: productId)"
             if let keyHash { query += " AND key_hash = \(bind: keyHash)" }
             if let licenseId { query += " AND id = \(bind: licenseId)" }
+            // Neither (protocol 6.7): the instance alone names its license.
+            if keyHash == nil, licenseId == nil { query += " AND id = (SELECT license_id FROM instances WHERE id = \(bind: instanceId))" }
             query += lock
             guard let license = try await db.raw(query).first(decodingColumn: "id", as: String.self) else { return .licenseNotFound }
             guard let instance = try await db.raw("""

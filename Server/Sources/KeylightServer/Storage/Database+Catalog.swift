@@ -30,7 +30,7 @@ extension Database {
 
     // MARK: Products
 
-    static let productColumns: SQLQueryString = "tenant_id, id, name, key_prefix, sdk_key_hash, trial_duration_days, free_tier_enabled, created_at, updated_at, portal_enabled"
+    static let productColumns: SQLQueryString = "tenant_id, id, name, key_prefix, sdk_key_hash, trial_duration_days, free_tier_enabled, created_at, updated_at, portal_enabled, sdk_key_required"
 
     /// Inserts a product; false when the id is taken within its tenant.
     func insertProduct(_ product: Product, actor: AuditActor) async throws -> Bool {
@@ -39,20 +39,21 @@ extension Database {
                 INSERT INTO products (\(Self.productColumns)) VALUES (
                     \(bind: product.tenantId), \(bind: product.id), \(bind: product.name), \(bind: product.keyPrefix),
                     \(bind: product.sdkKeyHash), \(bind: product.trialDurationDays), \(bind: product.freeTierEnabled),
-                    \(bind: product.createdAt), \(bind: product.updatedAt), \(bind: product.portalEnabled))
+                    \(bind: product.createdAt), \(bind: product.updatedAt), \(bind: product.portalEnabled), \(bind: product.sdkKeyRequired))
                 ON CONFLICT DO NOTHING RETURNING id
                 """).first()
             guard inserted != nil else { return false }
             try await Self.audit(db, at: product.createdAt, actor: actor, action: "product.create", tenantId: product.tenantId, target: product.id, details: [
                 "name": product.name, "key_prefix": product.keyPrefix,
                 "trial_duration_days": "\(product.trialDurationDays)", "free_tier_enabled": "\(product.freeTierEnabled)",
+                "sdk_key_required": "\(product.sdkKeyRequired)",
             ])
             return true
         }
     }
 
     /// Changes a product's trial length and free tier; nil when there is no such product.
-    func updateProduct(tenantId: String, id: String, name: String?, trialDurationDays: Int?, freeTierEnabled: Bool?, portalEnabled: Bool? = nil, now: Int64, actor: AuditActor) async throws -> Product? {
+    func updateProduct(tenantId: String, id: String, name: String?, trialDurationDays: Int?, freeTierEnabled: Bool?, portalEnabled: Bool? = nil, sdkKeyRequired: Bool? = nil, now: Int64, actor: AuditActor) async throws -> Product? {
         try await write { db in
             let updated = try await db.raw("""
                 UPDATE products SET
@@ -60,6 +61,7 @@ extension Database {
                     trial_duration_days = COALESCE(\(bind: trialDurationDays), trial_duration_days),
                     free_tier_enabled = COALESCE(\(bind: freeTierEnabled), free_tier_enabled),
                     portal_enabled = COALESCE(\(bind: portalEnabled), portal_enabled),
+                    sdk_key_required = COALESCE(\(bind: sdkKeyRequired), sdk_key_required),
                     updated_at = \(bind: now)
                 WHERE tenant_id = \(bind: tenantId) AND id = \(bind: id)
                 RETURNING \(Self.productColumns)
@@ -70,6 +72,7 @@ extension Database {
             if let trialDurationDays { details["trial_duration_days"] = "\(trialDurationDays)" }
             if let freeTierEnabled { details["free_tier_enabled"] = "\(freeTierEnabled)" }
             if let portalEnabled { details["portal_enabled"] = "\(portalEnabled)" }
+            if let sdkKeyRequired { details["sdk_key_required"] = "\(sdkKeyRequired)" }
             try await Self.audit(db, at: now, actor: actor, action: "product.update", tenantId: tenantId, target: id, details: details)
             return updated
         }

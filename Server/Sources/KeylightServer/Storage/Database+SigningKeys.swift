@@ -100,7 +100,7 @@ extension Database {
 
     /// Rotates the tenants of `order` in one transaction: each one's `next` key (if prepared) or its
     /// row in `fresh` becomes active, the previous active key becomes `grace`.
-    func rotateSigningKeys(fresh: [String: SigningKeyRow], order tenantIds: [String], now: Int64, actor: AuditActor) async throws -> [RotationOutcome] {
+    func rotateSigningKeys(fresh: [String: SigningKeyRow], order tenantIds: [String], expectedNextKid: String? = nil, now: Int64, actor: AuditActor) async throws -> [RotationOutcome] {
         try await write { db in
             var outcomes: [RotationOutcome] = []
             for tenantId in tenantIds {
@@ -108,6 +108,10 @@ extension Database {
                 let next = try await db.raw("""
                     SELECT \(Self.signingKeyColumns) FROM tenant_signing_keys WHERE tenant_id = \(bind: tenantId) AND status = 'next'
                     """).first(decoding: SigningKeyRow.self)
+                // Thrown inside the transaction: a mismatch on any tenant changes nothing on all.
+                if let expectedNextKid, next?.kid != expectedNextKid {
+                    throw StagedKeyMismatch(tenantId: tenantId, stagedKid: next?.kid)
+                }
                 // Demote first: at most one active key per tenant, checked per statement.
                 try await db.raw("""
                     UPDATE tenant_signing_keys SET status = 'grace', status_changed_at = \(bind: now)
@@ -152,4 +156,10 @@ extension Database {
             return .retired
         }
     }
+}
+
+/// A rotation asked to promote a staged key that is not the one staged (or none is).
+struct StagedKeyMismatch: Error, Equatable {
+    let tenantId: String
+    let stagedKid: String?
 }

@@ -36,8 +36,7 @@ struct LicensesController: Sendable {
         list.get { request, context -> Response in
             try await listPage(request, context)
         }
-        list.post { _, context -> Response in
-            let form = try context.decodeForm(CreateLicenseForm.self)
+        list.post(form: CreateLicenseForm.self) { form, _, context -> Response in
             let (tenantId, productId) = ProductsController.ids(context)
             let (license, key) = try await admin.createLicense(tenantId: tenantId, productId: productId, CreateLicenseRequest(
                 key_type_id: form.keyTypeId, license_key: nil, customer_email: form.customerEmail, expires_at: nil, updates_until: nil, send_email: form.sendEmail ? true : nil
@@ -71,9 +70,8 @@ struct LicensesController: Sendable {
             view.chrome.flash = "New key minted; the old key no longer works."
             return pages.page("license", view)
         }
-        license.post("/email") { _, context -> Response in
+        license.post("/email", form: ResendForm.self) { form, _, context -> Response in
             let (tenantId, productId) = ProductsController.ids(context)
-            let form = try context.decodeForm(ResendForm.self)
             let (_, to) = try await admin.resendEmail(
                 tenantId: tenantId, productId: productId, id: try context.parameters.require("id"),
                 ResendEmailRequest(customer_email: form.customerEmail), actor: try context.requireUser().actor
@@ -81,9 +79,8 @@ struct LicensesController: Sendable {
             pages.flash(context, "The key is queued to \(to).")
             return .redirect(to: Self.licensePage(context))
         }
-        license.post("/offline-response") { _, context -> Response in
+        license.post("/offline-response", form: OfflineRequestForm.self) { form, _, context -> Response in
             let (tenantId, productId) = ProductsController.ids(context)
-            let form = try context.decodeForm(OfflineRequestForm.self)
             guard let text = form.request else { throw APIError.invalidRequest("Paste the activation request.") }
             let product = try await admin.requireProduct(tenantId: tenantId, productId: productId)
             let license = try await admin.license(tenantId: tenantId, productId: productId, id: try context.parameters.require("id"))

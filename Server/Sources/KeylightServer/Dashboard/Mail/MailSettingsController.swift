@@ -53,9 +53,8 @@ struct MailSettingsController: Sendable {
             let settings = try await admin.mailSettings(tenantId: tenantId)
             return pages.page("mail_settings", try await view(tenantId, context, fields: .init(settings)))
         }
-        mail.post { _, context -> Response in
+        mail.post(form: MailSettingsForm.self) { form, _, context -> Response in
             let tenantId = TenantsController.tenantId(context)
-            let form = try context.decodeForm(MailSettingsForm.self)
             do {
                 _ = try await admin.setMailSettings(tenantId: tenantId, form.settings, actor: try context.requireUser().actor)
             } catch let error as APIError where error.status == .badRequest {
@@ -75,8 +74,7 @@ struct MailSettingsController: Sendable {
         mail.get("/preview") { _, context -> Response in
             preview(try await admin.previewMail(tenantId: TenantsController.tenantId(context), nil))
         }
-        mail.post("/preview") { _, context -> Response in
-            let form = try context.decodeForm(MailSettingsForm.self)
+        mail.post("/preview", form: MailSettingsForm.self) { form, _, context -> Response in
             do {
                 return preview(try await admin.previewMail(tenantId: TenantsController.tenantId(context), form.settings))
             } catch let error as APIError where error.status == .badRequest {

@@ -55,9 +55,36 @@ extension RouterGroup<DashboardContext> {
     /// to `back`), then the sign-in and CSRF gate.
     func signedIn(
         _ path: RouterPath = "", dashboard: DashboardRoutes, back: @escaping @Sendable (DashboardContext) -> String = { _ in "/dashboard" }
-    ) -> RouterGroup<DashboardContext> {
-        group(path)
+    ) -> SignedInRoutes {
+        SignedInRoutes(group: group(path)
             .add(middleware: DashboardErrorMiddleware(pages: dashboard.pages, logger: dashboard.logger, back: back))
-            .add(middleware: dashboard.auth)
+            .add(middleware: dashboard.auth))
+    }
+}
+
+/// Signed-in routes. A form reaches its handler only through here, decoded strictly: a field the
+/// form does not define is refused (400 `UNKNOWN_FIELD`, as in the admin API) before anything
+/// changes, and a POST that takes no fields takes nothing but its CSRF token.
+struct SignedInRoutes {
+    let group: RouterGroup<DashboardContext>
+    typealias Handler = @Sendable (Request, DashboardContext) async throws -> Response
+
+    func get(_ path: RouterPath = "", _ handler: @escaping Handler) {
+        group.get(path) { request, context in try await handler(request, context) }
+    }
+
+    /// A POST whose form has no fields of its own.
+    func post(_ path: RouterPath = "", _ handler: @escaping Handler) {
+        group.post(path) { request, context in
+            _ = try context.postedForm(NoFields.self)
+            return try await handler(request, context)
+        }
+    }
+
+    /// A POST whose form is `Form`.
+    func post<Form: Decodable & Sendable>(_ path: RouterPath = "", form: Form.Type, _ handler: @escaping @Sendable (Form, Request, DashboardContext) async throws -> Response) {
+        group.post(path) { request, context in
+            try await handler(try context.postedForm(Form.self), request, context)
+        }
     }
 }

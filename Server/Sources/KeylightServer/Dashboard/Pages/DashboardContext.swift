@@ -52,8 +52,8 @@ struct DashboardContext: ChildRequestContext, SessionRequestContext {
         return user
     }
 
-    /// The posted form decoded as `Form`; only POST routes behind ``DashboardAuthMiddleware`` ask.
-    func decodeForm<Form: Decodable>(_ type: Form.Type = Form.self) throws -> Form {
+    /// The posted form decoded as `Form`, strictly; ``SignedInRoutes`` asks, for its POST routes.
+    func postedForm<Form: Decodable>(_ type: Form.Type = Form.self) throws -> Form {
         guard let form else { throw DashboardRefusal.unreadableForm }
         return try form.decode(type)
     }

@@ -18,17 +18,30 @@ struct DashboardForm: Sendable {
         }
     }
 
+    /// The form as `Form`, strictly: a field `Form` does not read (other than the CSRF token) is
+    /// 400 `UNKNOWN_FIELD`, naming it.
     func decode<Form: Decodable>(_ type: Form.Type) throws -> Form {
         do {
-            return try URLEncodedFormDecoder().decode(type, from: body)
+            return try URLEncodedFormDecoder().decode(StrictForm<Form>.self, from: body).value
+        } catch let error as StrictDecoding.UnknownField {
+            throw DashboardRefusal.unknownField(error.path)
         } catch {
             throw DashboardRefusal.unreadableForm
         }
     }
 
+    /// Lets the form decoder hand over its `Decoder`.
+    private struct StrictForm<Value: Decodable>: Decodable {
+        let value: Value
+        init(from decoder: any Decoder) throws {
+            value = try StrictDecoding.decode(Value.self, from: decoder, allowed: ["_csrf"])
+        }
+    }
+
     /// Whether the form's `_csrf` field is `expected` (compared in constant time).
     func csrfMatches(_ expected: String) throws -> Bool {
-        guard let token = try decode(CSRFField.self).token, !expected.isEmpty else { return false }
+        // Read on its own, beside whatever fields the form has (they are checked when it is decoded).
+        guard let token = (try? URLEncodedFormDecoder().decode(CSRFField.self, from: body))?.token, !expected.isEmpty else { return false }
         return ConstantTime.equals(Array(token.utf8), Array(expected.utf8))
     }
 

@@ -8,6 +8,10 @@ struct DashboardRefusal: Error, Sendable, Equatable {
 
     static let formTooLarge = Self(status: .contentTooLarge, message: "That form was larger than 64 KiB.")
     static let unreadableForm = Self(status: .badRequest, message: "That form could not be read; nothing was changed. Reload the page and try again.")
+    /// A field the form does not have (a hand-made or tampered request): refused by name.
+    static func unknownField(_ name: String) -> Self {
+        Self(status: .badRequest, message: "This form has no field \(name) (UNKNOWN_FIELD); nothing was changed.")
+    }
     static let foreignForm = Self(
         status: .forbidden,
         message: "This form has expired or did not come from this dashboard; nothing was changed. Reload the page and try again."

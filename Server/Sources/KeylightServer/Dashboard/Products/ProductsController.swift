@@ -22,8 +22,10 @@ struct ProductsController: Sendable {
         @FormText var trialDurationDays: String?
         @FormCheckbox var freeTierEnabled: Bool
         @FormCheckbox var portalEnabled: Bool
+        @FormCheckbox var sdkKeyRequired: Bool
         enum CodingKeys: String, CodingKey {
             case name, trialDurationDays = "trial_duration_days", freeTierEnabled = "free_tier_enabled", portalEnabled = "portal_enabled"
+            case sdkKeyRequired = "sdk_key_required"
         }
     }
 
@@ -59,8 +61,7 @@ struct ProductsController: Sendable {
     }
 
     func register(on group: RouterGroup<DashboardContext>) {
-        group.signedIn("/t/:tenant/products", dashboard: dashboard, back: TenantsController.tenantPage).post { request, context -> Response in
-            let form = try context.decodeForm(CreateProductForm.self)
+        group.signedIn("/t/:tenant/products", dashboard: dashboard, back: TenantsController.tenantPage).post(form: CreateProductForm.self) { form, request, context -> Response in
             let tenantId = TenantsController.tenantId(context)
             let (product, sdkKey) = try await admin.createProduct(tenantId: tenantId, CreateProductRequest(
                 id: form.id, name: form.name, key_prefix: form.keyPrefix?.uppercased(),
@@ -76,19 +77,17 @@ struct ProductsController: Sendable {
         product.get { request, context -> Response in
             pages.page("product", try await productView(try context.parameters.require("tenant"), try context.parameters.require("product"), request, context))
         }
-        product.post { _, context -> Response in
-            let form = try context.decodeForm(UpdateProductForm.self)
+        product.post(form: UpdateProductForm.self) { form, _, context -> Response in
             let (tenantId, productId) = Self.ids(context)
             _ = try await admin.requireProduct(tenantId: tenantId, productId: productId)
             _ = try await admin.updateProduct(tenantId: tenantId, productId: productId, UpdateProductRequest(
                 name: form.name, trial_duration_days: try DashboardForm.wholeNumber(form.trialDurationDays, label: "Trial days"), free_tier_enabled: form.freeTierEnabled,
-                portal_enabled: form.portalEnabled
+                portal_enabled: form.portalEnabled, sdk_key_required: form.sdkKeyRequired
             ), actor: try context.requireUser().actor)
             pages.flash(context, "Product saved.")
             return .redirect(to: Self.productPage(context))
         }
-        product.post("/key-types") { _, context -> Response in
-            let form = try context.decodeForm(CreateKeyTypeForm.self)
+        product.post("/key-types", form: CreateKeyTypeForm.self) { form, _, context -> Response in
             let (tenantId, productId) = Self.ids(context)
             let entitlements = (form.entitlements ?? "").split(whereSeparator: { $0 == "," || $0 == " " }).map(String.init)
             // Range-checked before the multiplication: a form value near Int.max must be a 400, not a trap.
@@ -110,8 +109,7 @@ struct ProductsController: Sendable {
             pages.flash(context, "Key type \(keyType.displayName) created.")
             return .redirect(to: Self.productPage(context))
         }
-        product.post("/key-types/:keyType/stripe") { _, context -> Response in
-            let form = try context.decodeForm(KeyTypeStripeForm.self)
+        product.post("/key-types/:keyType/stripe", form: KeyTypeStripeForm.self) { form, _, context -> Response in
             let (tenantId, productId) = Self.ids(context)
             _ = try await admin.updateKeyType(
                 tenantId: tenantId, productId: productId, id: try context.parameters.require("keyType"),

@@ -53,6 +53,7 @@ struct ProductRow: Sendable {
     /// The customer portal is open (`/portal/<tenant>/<product>`).
     var portal: Bool
     var portalPath: String
+    var sdkKeyRequired: Bool
 
     init(_ product: Product) {
         id = product.id
@@ -62,6 +63,7 @@ struct ProductRow: Sendable {
         freeTier = product.freeTierEnabled
         created = DashboardFormat.time(product.createdAt)
         portal = product.portalEnabled
+        sdkKeyRequired = product.sdkKeyRequired
         portalPath = "/portal/\(product.tenantId)/\(product.id)"
     }
 }

@@ -32,8 +32,7 @@ struct TenantsController: Sendable {
         overview.get { _, context -> Response in
             pages.page("home", HomeView(chrome: pages.chrome("Overview", context), tenants: try await tenantCards()))
         }
-        overview.post("/tenants") { _, context -> Response in
-            let form = try context.decodeForm(CreateTenantForm.self)
+        overview.post("/tenants", form: CreateTenantForm.self) { form, _, context -> Response in
             let tenant = try await admin.createTenant(CreateTenantRequest(id: form.id, name: form.name), actor: try context.requireUser().actor)
             pages.flash(context, "Tenant \(tenant.name) created.")
             return .redirect(to: "/dashboard/t/\(tenant.id)")
@@ -43,8 +42,7 @@ struct TenantsController: Sendable {
         tenant.get { _, context -> Response in
             pages.page("tenant", try await tenantView(try context.parameters.require("tenant"), context))
         }
-        tenant.post("/stripe") { _, context -> Response in
-            let form = try context.decodeForm(StripeForm.self)
+        tenant.post("/stripe", form: StripeForm.self) { form, _, context -> Response in
             // Blank fields keep what is stored; only the box removes the secret key.
             let secretKey: String?? = form.removeSecretKey ? .some(nil) : form.secretKey.map { .some($0) } ?? .none
             try await admin.setStripe(tenantId: Self.tenantId(context), StripeSettingsRequest(webhookSecret: form.webhookSecret, secretKey: secretKey), actor: try context.requireUser().actor)
@@ -57,8 +55,7 @@ struct TenantsController: Sendable {
             view.newCheckoutKey = key
             return pages.page("tenant", view)
         }
-        tenant.post("/webhooks") { _, context -> Response in
-            let form = try context.decodeForm(EndpointForm.self)
+        tenant.post("/webhooks", form: EndpointForm.self) { form, _, context -> Response in
             let (_, secret) = try await admin.createWebhookEndpoint(
                 tenantId: Self.tenantId(context), CreateWebhookEndpointRequest(url: form.url, events: form.events.isEmpty ? nil : form.events),
                 actor: try context.requireUser().actor
