@@ -72,3 +72,86 @@ import Testing
         #expect(StrictDecoding.fieldNames(of: NoFields.self) == [])
     }
 }
+
+/// Every signed-in dashboard form refuses a field it does not have, by name, before it changes anything.
+@Suite(.timeLimit(.minutes(3))) struct StrictDashboardFormTests {
+    @Test func everyDashboardFormRefusesAnUnknownField() async throws {
+        try await Harness().run { client in
+            let seed = try await client.seed()
+            try await DashboardTests.user(client)
+            let browser = DashboardBrowser(client)
+            try await browser.signIn(DashboardTests.email, DashboardTests.password)
+            _ = try await browser.get("/dashboard")
+            let routes = client.server.dashboardRoutes.routes.filter { $0.method == "POST" }
+            #expect(routes.count >= 20, "\(routes.count) dashboard forms")
+            let before = try await StrictAPITests.snapshot(client)
+            for route in routes where route.path != "/dashboard/logout" {
+                let path = route.path
+                    .replacingOccurrences(of: ":tenant", with: "acme").replacingOccurrences(of: ":product", with: "app")
+                    .replacingOccurrences(of: ":id", with: seed.licenseId).replacingOccurrences(of: ":action", with: "revoke")
+                    .replacingOccurrences(of: ":instance", with: "i1").replacingOccurrences(of: ":endpoint", with: "e1")
+                    .replacingOccurrences(of: ":delivery", with: "d1").replacingOccurrences(of: ":event", with: "ev1")
+                    .replacingOccurrences(of: ":keyType", with: seed.keyType).replacingOccurrences(of: ":kid", with: "k1")
+                let reply = try await browser.post(path, [("customer_emial", "x@example.com")])
+                #expect(reply.status == .badRequest, "POST \(path): \(reply.status)")
+                #expect(reply.text.contains("customer_emial") && reply.text.contains("UNKNOWN_FIELD"), "POST \(path)")
+                _ = try await browser.get("/dashboard")  // a fresh page, as a browser would have
+            }
+            #expect(try await StrictAPITests.snapshot(client) == before)
+            // The forms' own fields still work.
+            #expect(try await browser.post("/dashboard/tenants", [("id", "north"), ("name", "North")]).status == .seeOther)
+        }
+    }
+}
+
+/// openapi.yaml's admin request schemas say exactly what the server reads: the same fields, and
+/// `additionalProperties: false` (Tests/OpenAPI/admin_request_fields.py reads the document).
+@Suite(.timeLimit(.minutes(2))) struct OpenAPIInStepTests {
+    static var pythonWithYAML: Bool {
+        let process = Process()
+        process.executableURL = URL(fileURLWithPath: "/usr/bin/env")
+        process.arguments = ["python3", "-c", "import yaml"]
+        process.standardError = FileHandle.nullDevice
+        guard (try? process.run()) != nil else { return false }
+        process.waitUntilExit()
+        return process.terminationStatus == 0
+    }
+
+    @Test func adminRequestSchemasMatchTheFieldsTheServerReads() async throws {
+        try #require(Self.pythonWithYAML, "needs python3 with PyYAML (.ci/run installs it with schemathesis)")
+        let root = URL(fileURLWithPath: #filePath).deletingLastPathComponent().deletingLastPathComponent().deletingLastPathComponent()
+        let process = Process()
+        process.executableURL = URL(fileURLWithPath: "/usr/bin/env")
+        process.arguments = ["python3", root.appendingPathComponent("Tests/OpenAPI/admin_request_fields.py").path, root.deletingLastPathComponent().appendingPathComponent("openapi.yaml").path]
+        let out = Pipe()
+        process.standardOutput = out
+        try process.run()
+        let data = out.fileHandleForReading.readDataToEndOfFile()
+        process.waitUntilExit()
+        struct Operation: Sendable { let fields: [String]; let hasBody: Bool; let additional: Bool? }
+        let parsed = try #require(try JSONSerialization.jsonObject(with: data) as? [String: [String: Any]])
+        let documented = parsed.mapValues {
+            Operation(fields: ($0["fields"] as? [String] ?? []).sorted(), hasBody: $0["has_body"] as? Bool ?? false, additional: $0["additional"] as? Bool)
+        }
+        try await Harness().run { client in
+            func normalized(_ path: String) -> String {
+                "/" + path.split(separator: "/").map { $0.hasPrefix(":") || $0.hasPrefix("{") ? "{}" : String($0) }.joined(separator: "/")
+            }
+            var checked = 0
+            for route in client.server.adminRoutes.routes where ["POST", "PUT", "PATCH"].contains(route.method) {
+                let key = route.method + " " + normalized(route.path)
+                guard let op = documented[key] else {
+                    Issue.record("\(key) is not in openapi.yaml")
+                    continue
+                }
+                let fields = route.fields ?? []
+                #expect(op.fields == fields, "\(key): openapi \(op.fields), server \(fields)")
+                if op.hasBody {
+                    #expect(op.additional == false, "\(key): additionalProperties must be false")
+                }
+                checked += 1
+            }
+            #expect(checked >= 25)
+        }
+    }
+}

@@ -11,7 +11,7 @@ struct AdminRouter {
     let limits: ServerLimits
     let idempotency: IdempotencyKeys
     /// Every route registered, with the body fields it takes (tests hold openapi.yaml to it).
-    let table: AdminRouteTable
+    let table: RouteTable
 
     typealias Handler = @Sendable (Request, KeylightRequestContext) async throws -> Response
     typealias BodyHandler<Body> = @Sendable (Body, Request, KeylightRequestContext) async throws -> Response
@@ -84,9 +84,9 @@ struct NoFields: Decodable, Sendable {
     }
 }
 
-/// The admin routes as registered: method, path (`/admin/v1/tenants/:tenant`), and the body
-/// fields taken (nil for a route without a body, empty for one that takes none).
-public final class AdminRouteTable: Sendable {
+/// Routes as registered: method, path (`/admin/v1/tenants/:tenant`), and the body or form fields
+/// taken (nil for a route without a body, empty for one that takes none). Tests walk it.
+public final class RouteTable: Sendable {
     public struct Route: Sendable, Hashable {
         public let method: String
         public let path: String

@@ -21,7 +21,7 @@ struct AdminAuthMiddleware: RouterMiddleware {
 struct AdminRoutes {
     let service: AdminService
     let limits: ServerLimits
-    let table: AdminRouteTable
+    let table: RouteTable
 
     func register(on router: some RouterMethods<KeylightRequestContext>, tokenHash: [UInt8]) {
         let group = router.group("/admin/v1").add(middleware: AdminAuthMiddleware(tokenHash: tokenHash))

@@ -34,7 +34,10 @@ public struct KeylightServer: Sendable {
     /// The admin service the routes use (tests reach the sealer through it).
     let admin: AdminService
     /// The admin API's routes and the body fields each takes.
-    public let adminRoutes: AdminRouteTable
+    public let adminRoutes: RouteTable
+    /// The signed-in dashboard's routes and the form fields each takes.
+    public var dashboardRoutes: RouteTable { dashboard.routes }
+    let dashboard: DashboardRoutes
 }
 
 /// Opens the database, applies migrations, loads or creates the signing key and admin token,
@@ -148,7 +151,7 @@ func assemble(
             client: SMTPClient(settings: $0.smtp), configuration: $0, clock: clock, metrics: metrics, logger: logger
         )]
     } ?? []
-    let adminRoutes = AdminRouteTable(prefix: "/admin/v1")
+    let adminRoutes = RouteTable(prefix: "/admin/v1")
     let router = buildRouter(
         licensing: licensing, admin: admin, checkout: checkout, dashboard: dashboard, keyRing: keyRing, metrics: metrics, signer: signer,
         limits: configuration.limits, trustedProxies: configuration.trustedProxies, adminTokenHash: tokenHash, readiness: readiness,
@@ -188,7 +191,7 @@ func assemble(
         application: application,
         report: StartupReport(createdAdminToken: createdToken, appliedMigrations: applied, signingKids: keyRing.current.tenants.mapValues(\.active.kid)),
         database: database, keyRing: keyRing, signer: signer, webhooks: webhooks, unwritten: unwritten, readiness: readiness, admin: admin,
-        adminRoutes: adminRoutes
+        adminRoutes: adminRoutes, dashboard: dashboard
     )
 }
 
@@ -198,7 +201,7 @@ func assemble(
 func buildRouter(
     licensing: LicensingService, admin: AdminService, checkout: CheckoutService, dashboard: DashboardRoutes, keyRing: KeyRing, metrics: ServerMetrics, signer: ResponseSigner?,
     limits: ServerLimits, trustedProxies: TrustedProxies = .none, adminTokenHash: [UInt8], readiness: Readiness? = nil,
-    adminRoutes: AdminRouteTable = AdminRouteTable(prefix: "/admin/v1")
+    adminRoutes: RouteTable = RouteTable(prefix: "/admin/v1")
 ) -> Router<KeylightRequestContext> {
     let built = Router(context: KeylightRequestContext.self, options: .autoGenerateHeadEndpoints)
     let router = MethodRecordingRouter(built)

@@ -24,6 +24,8 @@ struct DashboardRoutes: Sendable {
     let auth: DashboardAuthMiddleware
     /// The customer portal: the same templates engine and stylesheet, its own routes.
     let portal: PortalRoutes
+    /// Every signed-in route, with its form's fields (tests walk it).
+    let routes = RouteTable(prefix: "/dashboard")
     static let sessionLifetime: Duration = .seconds(8 * 3_600)
     static let sessionCookie = "keylight_session"
 

@@ -1,3 +1,4 @@
+import Foundation
 import Hummingbird
 import HummingbirdAuth
 import KeylightCore
@@ -58,7 +59,7 @@ extension RouterGroup<DashboardContext> {
     ) -> SignedInRoutes {
         SignedInRoutes(group: group(path)
             .add(middleware: DashboardErrorMiddleware(pages: dashboard.pages, logger: dashboard.logger, back: back))
-            .add(middleware: dashboard.auth))
+            .add(middleware: dashboard.auth), path: path, table: dashboard.routes)
     }
 }
 
@@ -67,14 +68,23 @@ extension RouterGroup<DashboardContext> {
 /// changes, and a POST that takes no fields takes nothing but its CSRF token.
 struct SignedInRoutes {
     let group: RouterGroup<DashboardContext>
+    /// The group's path below `/dashboard`, and where routes are recorded.
+    let path: RouterPath
+    let table: RouteTable
     typealias Handler = @Sendable (Request, DashboardContext) async throws -> Response
 
+    private func full(_ route: RouterPath) -> RouterPath {
+        RouterPath([path.description, route.description].map { $0.trimmingCharacters(in: CharacterSet(charactersIn: "/")) }.filter { !$0.isEmpty }.joined(separator: "/"))
+    }
+
     func get(_ path: RouterPath = "", _ handler: @escaping Handler) {
+        table.add("GET", full(path), fields: nil)
         group.get(path) { request, context in try await handler(request, context) }
     }
 
     /// A POST whose form has no fields of its own.
     func post(_ path: RouterPath = "", _ handler: @escaping Handler) {
+        table.add("POST", full(path), fields: [])
         group.post(path) { request, context in
             _ = try context.postedForm(NoFields.self)
             return try await handler(request, context)
@@ -83,6 +93,7 @@ struct SignedInRoutes {
 
     /// A POST whose form is `Form`.
     func post<Form: Decodable & Sendable>(_ path: RouterPath = "", form: Form.Type, _ handler: @escaping @Sendable (Form, Request, DashboardContext) async throws -> Response) {
+        table.add("POST", full(path), fields: StrictDecoding.fieldNames(of: Form.self))
         group.post(path) { request, context in
             try await handler(try context.postedForm(Form.self), request, context)
         }
