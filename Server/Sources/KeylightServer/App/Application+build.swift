@@ -182,6 +182,7 @@ func assemble(
                 _ = try? await database.purgeUncollectedCheckoutKeys(mintedBefore: clock.unixSeconds - checkout.pickupWindow)
                 _ = try? await database.purgeKeptStripeEvents(receivedBefore: clock.unixSeconds - WebhookDispatcher.payloadRetentionDays * 86_400)
                 _ = try? await database.purgeLostKeyMails(finishedBefore: clock.unixSeconds - MailService.lostKeyRetentionDays * 86_400)
+                _ = try? await database.purgeIdempotencyKeys(now: clock.unixSeconds)
             }),
         ],
         onServerRunning: onServerRunning,
