@@ -96,6 +96,8 @@ import Testing
             #expect(keyless.status == .ok && keyless["received"] as? Bool == true && keyless["ok"] as? Bool == true && keyless["kid"] is String)
             let keyset = try await client.request(.get, "//acme/.well-known/keylight-keys")
             #expect(keyset.status == .ok && keyset["primary_kid"] is String)
+            // A `//` in the query is no path's business.
+            #expect(try await client.request(.get, "/acme/app/config?x=a//b", headers: headers).status == .ok)
             // `//` is for the SDK API and the keyset only.
             for path in ["//admin/v1/tenants", "//dashboard", "//portal/acme/app", "/acme//app/activate", "//healthz"] {
                 #expect(try await client.request(.get, path, headers: [.authorization: "Bearer \(Harness.adminToken)"]).status == .notFound, "\(path)")

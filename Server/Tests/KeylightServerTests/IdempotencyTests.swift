@@ -99,6 +99,27 @@ import Testing
         }
     }
 
+    /// A claim taken over after its lease is the new owner's: the first owner can neither keep an
+    /// answer in it nor release it; a running request renews its lease.
+    @Test func onlyTheOwnerOfAClaimKeepsOrReleasesIt() async throws {
+        try await Harness().run { client in
+            let db = client.database
+            let now = client.clock.unixSeconds
+            #expect(try await db.claimIdempotencyKey(scope: "s", key: "k", fingerprint: "f", owner: "first", now: now, lease: 60, lifetime: 86_400) == .owned)
+            #expect(try await db.claimIdempotencyKey(scope: "s", key: "k", fingerprint: "f", owner: "second", now: now + 30, lease: 60, lifetime: 86_400) == .inProgress)
+            try await db.renewIdempotencyKey(scope: "s", key: "k", owner: "first", until: now + 120)
+            #expect(try await db.claimIdempotencyKey(scope: "s", key: "k", fingerprint: "f", owner: "second", now: now + 90, lease: 60, lifetime: 86_400) == .inProgress)
+            #expect(try await db.claimIdempotencyKey(scope: "s", key: "k", fingerprint: "f", owner: "second", now: now + 121, lease: 60, lifetime: 86_400) == .owned)
+            // The first owner, late: its release and its answer change nothing.
+            try await db.releaseIdempotencyKey(scope: "s", key: "k", owner: "first")
+            try await db.answerIdempotencyKey(scope: "s", key: "k", owner: "first", sealedAnswer: "stale")
+            #expect(try await db.claimIdempotencyKey(scope: "s", key: "k", fingerprint: "f", owner: "third", now: now + 122, lease: 60, lifetime: 86_400) == .inProgress)
+            try await db.answerIdempotencyKey(scope: "s", key: "k", owner: "second", sealedAnswer: "kept")
+            #expect(try await db.claimIdempotencyKey(scope: "s", key: "k", fingerprint: "f", owner: "third", now: now + 123, lease: 60, lifetime: 86_400) == .answered(sealedAnswer: "kept"))
+            #expect(try await db.claimIdempotencyKey(scope: "s", key: "k", fingerprint: "other", owner: "third", now: now + 123, lease: 60, lifetime: 86_400) == .mismatch)
+        }
+    }
+
     @Test func keysExpireAfterADayAndAreSwept() async throws {
         try await Harness().run { client in
             _ = try await client.seed()

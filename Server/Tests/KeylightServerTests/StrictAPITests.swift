@@ -155,3 +155,22 @@ import Testing
         }
     }
 }
+
+/// The dashboard's SDK-key box fails closed: a product form without it (a page from before the box
+/// existed) keeps the key required.
+@Suite(.timeLimit(.minutes(2))) struct SDKKeySettingFormTests {
+    @Test func aFormWithoutTheBoxKeepsTheKeyRequired() async throws {
+        try await Harness().run { client in
+            _ = try await client.seed()
+            try await DashboardTests.user(client)
+            let browser = DashboardBrowser(client)
+            try await browser.signIn(DashboardTests.email, DashboardTests.password)
+            _ = try await browser.get("/dashboard/t/acme/p/app")
+            #expect(try await browser.post("/dashboard/t/acme/p/app", [("name", "App"), ("trial_duration_days", "14"), ("sdk_key_optional", "on")]).status == .seeOther)
+            #expect(try await client.database.product(tenantId: "acme", id: "app")?.sdkKeyRequired == false)
+            _ = try await browser.get("/dashboard/t/acme/p/app")
+            #expect(try await browser.post("/dashboard/t/acme/p/app", [("name", "App"), ("trial_duration_days", "14")]).status == .seeOther)
+            #expect(try await client.database.product(tenantId: "acme", id: "app")?.sdkKeyRequired == true)
+        }
+    }
+}

@@ -23,8 +23,9 @@ struct AdminRouter {
 
     func delete(_ path: RouterPath, _ handler: @escaping Handler) {
         table.add("DELETE", path, fields: [])
+        let limit = limits.maxBodyBytes
         group.delete(path) { request, context in
-            let bytes = try await read(request)
+            let bytes = try await Self.read(request, limit: limit)
             if bytes.readableBytes > 0 { _ = try StrictDecoding.json(NoFields.self, from: bytes.readableBytesView) }
             return try await handler(request, context)
         }
@@ -38,8 +39,9 @@ struct AdminRouter {
     /// A POST whose body is `Body` (required).
     func post<Body: Decodable & Sendable>(_ path: RouterPath, body: Body.Type, _ handler: @escaping BodyHandler<Body>) {
         table.add("POST", path, fields: StrictDecoding.fieldNames(of: Body.self))
+        let (limit, idempotency) = (limits.maxBodyBytes, self.idempotency)
         group.post(path) { request, context in
-            let bytes = try await read(request)
+            let bytes = try await Self.read(request, limit: limit)
             return try await idempotency.run(request, body: bytes) {
                 try await handler(try StrictDecoding.json(Body.self, from: bytes.readableBytesView), request, context)
             }
@@ -49,8 +51,9 @@ struct AdminRouter {
     /// A POST whose body may be left out (nil), or is `Body`.
     func post<Body: Decodable & Sendable>(_ path: RouterPath, optionalBody: Body.Type, _ handler: @escaping BodyHandler<Body?>) {
         table.add("POST", path, fields: StrictDecoding.fieldNames(of: Body.self))
+        let (limit, idempotency) = (limits.maxBodyBytes, self.idempotency)
         group.post(path) { request, context in
-            let bytes = try await read(request)
+            let bytes = try await Self.read(request, limit: limit)
             return try await idempotency.run(request, body: bytes) {
                 try await handler(bytes.readableBytes == 0 ? nil : try StrictDecoding.json(Body.self, from: bytes.readableBytesView), request, context)
             }
@@ -59,21 +62,23 @@ struct AdminRouter {
 
     func put<Body: Decodable & Sendable>(_ path: RouterPath, body: Body.Type, _ handler: @escaping BodyHandler<Body>) {
         table.add("PUT", path, fields: StrictDecoding.fieldNames(of: Body.self))
+        let limit = limits.maxBodyBytes
         group.put(path) { request, context in
-            try await handler(try StrictDecoding.json(Body.self, from: try await read(request).readableBytesView), request, context)
+            try await handler(try StrictDecoding.json(Body.self, from: try await Self.read(request, limit: limit).readableBytesView), request, context)
         }
     }
 
     func patch<Body: Decodable & Sendable>(_ path: RouterPath, body: Body.Type, _ handler: @escaping BodyHandler<Body>) {
         table.add("PATCH", path, fields: StrictDecoding.fieldNames(of: Body.self))
+        let limit = limits.maxBodyBytes
         group.patch(path) { request, context in
-            try await handler(try StrictDecoding.json(Body.self, from: try await read(request).readableBytesView), request, context)
+            try await handler(try StrictDecoding.json(Body.self, from: try await Self.read(request, limit: limit).readableBytesView), request, context)
         }
     }
 
-    private func read(_ request: Request) async throws -> ByteBuffer {
+    private static func read(_ request: Request, limit: Int) async throws -> ByteBuffer {
         var request = request
-        return try await request.collectJSONBody(limit: limits.maxBodyBytes)
+        return try await request.collectJSONBody(limit: limit)
     }
 }
 

@@ -3,6 +3,7 @@ import Foundation
 import HTTPTypes
 import Hummingbird
 import KeylightCore
+import Logging
 import NIOCore
 
 extension HTTPField.Name {
@@ -19,12 +20,15 @@ extension HTTPField.Name {
 /// A kept answer is sealed under the master key whatever it holds (a mint's answer carries the
 /// license key, a new product's its SDK key, a webhook endpoint's its secret).
 ///
-/// Not covered: a process that dies after the change commits but before the answer is kept
-/// leaves the key running until its lease (``lease``) ends; a retry after that runs again.
+/// A request holds its key under a lease it renews while it runs, as the key's owner; only the
+/// owner keeps the answer or lets the key go. Not covered: a process that dies after its change
+/// commits but before the answer is kept leaves the key running until the lease (``lease``) ends;
+/// a retry after that runs again.
 struct IdempotencyKeys: Sendable {
     let database: Database
     let sealer: SecretSealer
     let clock: any WallClock
+    var logger = Logger(label: "keylight.idempotency")
     static let lifetime: Int64 = 24 * 3_600
     /// How long a running request holds its key before another may take it over.
     static let lease: Int64 = 60
@@ -41,10 +45,11 @@ struct IdempotencyKeys: Sendable {
         }
         let scope = Self.scope(of: request)
         let fingerprint = Self.fingerprint(request, body: body)
+        let owner = UUID().uuidString
         let deadline = ContinuousClock.now + wait
         while true {
             switch try await database.claimIdempotencyKey(
-                scope: scope, key: key, fingerprint: fingerprint, now: clock.unixSeconds, lease: Self.lease, lifetime: Self.lifetime
+                scope: scope, key: key, fingerprint: fingerprint, owner: owner, now: clock.unixSeconds, lease: Self.lease, lifetime: Self.lifetime
             ) {
             case .mismatch:
                 throw APIError.idempotencyMismatch
@@ -54,12 +59,21 @@ struct IdempotencyKeys: Sendable {
                 guard ContinuousClock.now < deadline else { throw APIError.idempotencyInProgress }
                 try await Task.sleep(for: .milliseconds(50))
             case .owned:
-                return try await answer(scope: scope, key: key, handler)
+                return try await answer(scope: scope, key: key, owner: owner, handler)
             }
         }
     }
 
-    private func answer(scope: String, key: String, _ handler: () async throws -> Response) async throws -> Response {
+    private func answer(scope: String, key: String, owner: String, _ handler: () async throws -> Response) async throws -> Response {
+        // The lease is renewed while the request runs, so a slow request is never run twice.
+        let (database, clock) = (self.database, self.clock)
+        let renewal = Task {
+            while !Task.isCancelled {
+                try? await Task.sleep(for: .seconds(Self.lease / 3))
+                try? await database.renewIdempotencyKey(scope: scope, key: key, owner: owner, until: clock.unixSeconds + Self.lease)
+            }
+        }
+        defer { renewal.cancel() }
         let response: Response
         do {
             response = try await handler()
@@ -67,21 +81,30 @@ struct IdempotencyKeys: Sendable {
             // A refusal is an answer too: the same request would be refused the same way.
             response = error.jsonResponse(outcomeField: nil)
         } catch {
-            try? await database.releaseIdempotencyKey(scope: scope, key: key)
+            try? await database.releaseIdempotencyKey(scope: scope, key: key, owner: owner)
             throw error
         }
         guard response.status.code < 500 else {
-            try? await database.releaseIdempotencyKey(scope: scope, key: key)
+            try? await database.releaseIdempotencyKey(scope: scope, key: key, owner: owner)
             return response
         }
         let kept = KeptAnswer(status: response.status.code, contentType: response.headers[.contentType], body: try await Self.bytes(of: response))
-        let sealed = try sealer.seal(try JSONEncoder().encode(kept), context: Self.sealContext(scope: scope, key: key))
-        try await database.answerIdempotencyKey(scope: scope, key: key, sealedAnswer: sealed)
+        do {
+            let sealed = try sealer.seal(try JSONEncoder().encode(kept), context: Self.sealContext(scope: scope, key: key))
+            try await database.answerIdempotencyKey(scope: scope, key: key, owner: owner, sealedAnswer: sealed)
+        } catch {
+            // The change is made: say so. A retry waits out the lease, then runs again.
+            logger.error("idempotency: the answer could not be kept", metadata: ["error": "\(type(of: error))"])
+        }
         return kept.response(replayed: false)
     }
 
     private func replay(_ sealed: String, scope: String, key: String) throws -> Response {
-        let kept = try JSONDecoder().decode(KeptAnswer.self, from: sealer.open(sealed, context: Self.sealContext(scope: scope, key: key)))
+        guard let opened = try? sealer.open(sealed, context: Self.sealContext(scope: scope, key: key)),
+              let kept = try? JSONDecoder().decode(KeptAnswer.self, from: opened) else {
+            // Sealed under another master key: the answer is gone, and the request must not run twice.
+            throw APIError(status: .unprocessableContent, code: "IDEMPOTENCY_MISMATCH", message: "The answer kept for this Idempotency-Key can no longer be read; use a new key.")
+        }
         return kept.response(replayed: true)
     }
 

@@ -11,7 +11,9 @@ public struct SlashedPathResponder<Base: HTTPResponder>: HTTPResponder where Bas
     let base: Base
 
     public func respond(to request: Request, context: Context) async throws -> Response {
-        guard let path = request.head.path, path.contains("//") else { return try await base.respond(to: request, context: context) }
+        guard let path = request.head.path, path.prefix(while: { $0 != "?" }).contains("//") else {
+            return try await base.respond(to: request, context: context)
+        }
         guard let served = Self.served(path) else { return APIError.notFound("Route").jsonResponse(outcomeField: nil) }
         var head = request.head
         head.path = served

@@ -10,6 +10,7 @@ extension Migration {
             .column("idem_key", type: .text, .notNull)
             .column("fingerprint", type: .text, .notNull)
             .column("state", type: .text, .notNull)
+            .column("owner", type: .text)
             .column("sealed_answer", type: .text)
             .column("locked_until", type: .bigint, .notNull)
             .column("created_at", type: .bigint, .notNull)

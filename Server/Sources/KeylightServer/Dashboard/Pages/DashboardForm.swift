@@ -41,7 +41,13 @@ struct DashboardForm: Sendable {
     /// Whether the form's `_csrf` field is `expected` (compared in constant time).
     func csrfMatches(_ expected: String) throws -> Bool {
         // Read on its own, beside whatever fields the form has (they are checked when it is decoded).
-        guard let token = (try? URLEncodedFormDecoder().decode(CSRFField.self, from: body))?.token, !expected.isEmpty else { return false }
+        let field: CSRFField
+        do {
+            field = try URLEncodedFormDecoder().decode(CSRFField.self, from: body)
+        } catch {
+            throw DashboardRefusal.unreadableForm
+        }
+        guard let token = field.token, !expected.isEmpty else { return false }
         return ConstantTime.equals(Array(token.utf8), Array(expected.utf8))
     }
 

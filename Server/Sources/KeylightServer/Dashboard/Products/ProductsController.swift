@@ -22,10 +22,11 @@ struct ProductsController: Sendable {
         @FormText var trialDurationDays: String?
         @FormCheckbox var freeTierEnabled: Bool
         @FormCheckbox var portalEnabled: Bool
-        @FormCheckbox var sdkKeyRequired: Bool
+        /// Inverted on purpose: a form without the box (a page from before it existed) keeps the key required.
+        @FormCheckbox var sdkKeyOptional: Bool
         enum CodingKeys: String, CodingKey {
             case name, trialDurationDays = "trial_duration_days", freeTierEnabled = "free_tier_enabled", portalEnabled = "portal_enabled"
-            case sdkKeyRequired = "sdk_key_required"
+            case sdkKeyOptional = "sdk_key_optional"
         }
     }
 
@@ -82,7 +83,7 @@ struct ProductsController: Sendable {
             _ = try await admin.requireProduct(tenantId: tenantId, productId: productId)
             _ = try await admin.updateProduct(tenantId: tenantId, productId: productId, UpdateProductRequest(
                 name: form.name, trial_duration_days: try DashboardForm.wholeNumber(form.trialDurationDays, label: "Trial days"), free_tier_enabled: form.freeTierEnabled,
-                portal_enabled: form.portalEnabled, sdk_key_required: form.sdkKeyRequired
+                portal_enabled: form.portalEnabled, sdk_key_required: !form.sdkKeyOptional
             ), actor: try context.requireUser().actor)
             pages.flash(context, "Product saved.")
             return .redirect(to: Self.productPage(context))
