@@ -113,5 +113,13 @@ print("ready %d %s" % (controller.port, ca_path), flush=True)
 stop = threading.Event()
 signal.signal(signal.SIGTERM, lambda *_: stop.set())
 signal.signal(signal.SIGINT, lambda *_: stop.set())
-stop.wait()
+# A test process that ends without stopping us (a failed expectation, a crash) must not leave us
+# running: when the parent is gone, so are we.
+parent = os.getppid()
+while not stop.wait(1):
+    if os.getppid() != parent:
+        break
+# aiosmtpd's stop can hang on a connection left open; it gets 3 seconds.
+threading.Timer(3, lambda: os._exit(0)).start()
 controller.stop()
+os._exit(0)
