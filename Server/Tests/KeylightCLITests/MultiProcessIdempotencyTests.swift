@@ -15,12 +15,7 @@ struct MultiProcessIdempotencyTests {
         let url = try await MultiProcessTests.freshDatabase()
         let directory = try temporaryDirectory()
         let environment = ["KEYLIGHT_ADMIN_TOKEN": "t", "KEYLIGHT_MASTER_KEY": Base64.encode([UInt8](repeating: 5, count: 32))]
-        var started: [ServerProcess] = []
-        for index in 0..<3 {
-            started.append(try await ServerProcess(database: directory.appendingPathComponent("unused\(index).sqlite").path, environment: environment,
-                                                   arguments: ["--database-url", url, "--rate-limit-address", "0"]))
-        }
-        let servers = started
+        let servers = try await MultiProcessTests.servers(3, in: directory, environment: environment, arguments: ["--database-url", url, "--rate-limit-address", "0"])
         _ = try await servers[0].seedLicense(token: "t")
         let body = #"{"key_type_id":"pro","customer_email":"once@example.com"}"#
         let replies = try await withThrowingTaskGroup(of: (Int, String?, String?).self) { group in

@@ -19,12 +19,7 @@ struct MultiProcessMailTests {
         let port = probe.port
         await probe.stop()
         let arguments = MailDeliveryTests.mailArguments(nil, port: port, tls: "none") + ["--database-url", url, "--rate-limit-license", "0"]
-        var started: [ServerProcess] = []
-        for index in 0..<3 {
-            started.append(try await ServerProcess(database: directory.appendingPathComponent("unused\(index).sqlite").path,
-                                                   environment: MailDeliveryTests.passwordEnvironment, arguments: arguments))
-        }
-        let servers = started
+        let servers = try await MultiProcessTests.servers(3, in: directory, environment: MailDeliveryTests.passwordEnvironment, arguments: arguments)
         _ = try await servers[0].seedLicense(token: "t")
         let count = 30
         let keys = try await withThrowingTaskGroup(of: String?.self) { group in

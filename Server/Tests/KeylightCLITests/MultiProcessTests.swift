@@ -19,15 +19,21 @@ struct MultiProcessTests {
         return try await Database.createScratchDatabase(serverURL: base, logger: logger).url
     }
 
+    /// `count` servers on the database named in `arguments` (`--database-url`), each with an unused SQLite path.
+    static func servers(_ count: Int, in directory: URL, environment: [String: String], arguments: [String]) async throws -> [ServerProcess] {
+        var servers: [ServerProcess] = []
+        for index in 0..<count {
+            servers.append(try await ServerProcess(database: directory.appendingPathComponent("unused\(index).sqlite").path, environment: environment, arguments: arguments))
+        }
+        return servers
+    }
+
     @Test func threeProcessesShareTheCapKeysAndAuditLog() async throws {
         let url = try await Self.freshDatabase()
         let environment = ["KEYLIGHT_ADMIN_TOKEN": "t", "KEYLIGHT_MASTER_KEY": Base64.encode([UInt8](repeating: 3, count: 32))]
         let arguments = ["--database-url", url, "--rate-limit-address", "0", "--rate-limit-license", "0", "--key-refresh-interval", "1", "--pool-size", "6"]
         let directory = try temporaryDirectory()
-        var servers: [ServerProcess] = []
-        for index in 0..<3 {
-            servers.append(try await ServerProcess(database: directory.appendingPathComponent("unused\(index).sqlite").path, environment: environment, arguments: arguments))
-        }
+        let servers = try await Self.servers(3, in: directory, environment: environment, arguments: arguments)
         let http = HTTPClient.shared
         let auth = [("Authorization", "Bearer t")]
         let first = servers[0]

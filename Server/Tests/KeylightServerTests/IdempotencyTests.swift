@@ -120,6 +120,26 @@ import Testing
         }
     }
 
+    /// A key belongs to the token that sent it: another token's request under the same key runs.
+    @Test func keysAreScopedToTheToken() async throws {
+        try await Harness().run { client in
+            let keys = IdempotencyKeys(database: client.database, sealer: client.server.admin.sealer, clock: client.clock)
+            func request(token: String) -> Request {
+                var head = HTTPRequest(method: .post, scheme: "http", authority: "x", path: "/admin/v1/x")
+                head.headerFields[.idempotencyKey] = "shared"
+                head.headerFields[.authorization] = "Bearer \(token)"
+                return Request(head: head, body: .init(buffer: ByteBuffer()))
+            }
+            #expect(IdempotencyKeys.scope(of: request(token: "a")) != IdempotencyKeys.scope(of: request(token: "b")))
+            let calls = Counter()
+            for token in ["a", "b", "a"] {
+                let reply = try await keys.run(request(token: token), body: ByteBuffer()) { calls.increment(); return try JSONBody.response(["token": token]) }
+                #expect(String(buffer: ByteBuffer(bytes: try await IdempotencyKeys.bytes(of: reply))).contains(token))
+            }
+            #expect(calls.value == 2)  // the third is token a's replay
+        }
+    }
+
     @Test func keysExpireAfterADayAndAreSwept() async throws {
         try await Harness().run { client in
             _ = try await client.seed()

@@ -217,7 +217,7 @@ final class AdminService: Sendable {
         if let corrected, corrected != license.customerEmail {
             license = try await database.setCustomerEmail(licenseId: license.id, tenantId: tenantId, to: corrected, now: now, actor: actor) ?? license
         }
-        try await database.enqueueMail(tenantId: tenantId, kind: .license, licenseId: license.id, to: to, now: now, actor: actor)
+        try await database.enqueueLicenseMail(tenantId: tenantId, licenseId: license.id, to: to, now: now, actor: actor)
         return (license, to)
     }
 

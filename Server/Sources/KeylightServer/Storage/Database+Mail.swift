@@ -13,12 +13,11 @@ extension Database {
             """).run()
     }
 
-    /// Queues a mail on its own (a resend, a lost-key request), audited.
-    func enqueueMail(tenantId: String, kind: MailJob.Kind, licenseId: String?, to: String, now: Int64, actor: AuditActor) async throws {
+    /// Queues a license's key mail again (a resend), audited.
+    func enqueueLicenseMail(tenantId: String, licenseId: String, to: String, now: Int64, actor: AuditActor) async throws {
         try await write { db in
-            try await Self.enqueueMail(db, tenantId: tenantId, kind: kind, licenseId: licenseId, to: to, at: now)
-            try await Self.audit(db, at: now, actor: actor, action: kind == .license ? "license.email" : "license.lost_key_email",
-                                 tenantId: tenantId, target: licenseId, details: ["kind": kind.rawValue])
+            try await Self.enqueueMail(db, tenantId: tenantId, kind: .license, licenseId: licenseId, to: to, at: now)
+            try await Self.audit(db, at: now, actor: actor, action: "license.email", tenantId: tenantId, target: licenseId, details: ["kind": MailJob.Kind.license.rawValue])
         }
     }
 
