@@ -71,7 +71,7 @@ let package = Package(
                 .embedInCode("Dashboard/Products/product.mustache"),
                 .embedInCode("Dashboard/Licenses/licenses.mustache"), .embedInCode("Dashboard/Licenses/license.mustache"),
                 .embedInCode("Dashboard/SigningKeys/signing_keys.mustache"),
-                .embedInCode("Dashboard/Audit/audit.mustache"),
+                .embedInCode("Dashboard/Audit/audit.mustache"), .embedInCode("Dashboard/Merchants/merchant.mustache"),
                 .embedInCode("Dashboard/Mail/mail_settings.mustache"), .embedInCode("Dashboard/Mail/mail_preview.mustache"),
                 .embedInCode("Portal/portal_layout.mustache"), .embedInCode("Portal/portal.mustache"),
                 .embedInCode("Dashboard/Static/dashboard.css"), .embedInCode("Dashboard/Static/dashboard.js"),

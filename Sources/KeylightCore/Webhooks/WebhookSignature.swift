@@ -43,7 +43,7 @@ public enum WebhookSignature {
 
     /// `|now - timestamp| <= tolerance` without overflow: `t` is attacker-chosen and may be any
     /// Int64, so the difference is taken only where it cannot leave the Int64 range.
-    static func isWithin(_ tolerance: Int64, _ timestamp: Int64, of now: Int64) -> Bool {
+    public static func isWithin(_ tolerance: Int64, _ timestamp: Int64, of now: Int64) -> Bool {
         guard tolerance >= 0 else { return false }
         let (difference, overflow) = now.subtractingReportingOverflow(timestamp)
         guard !overflow, difference != .min else { return false }

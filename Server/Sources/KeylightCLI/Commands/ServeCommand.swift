@@ -65,6 +65,9 @@ struct ServeCommand: AsyncParsableCommand {
     @Option(help: "Stripe's API base URL (also KEYLIGHT_STRIPE_API_BASE); point it at a test server that speaks Stripe's wire format.")
     var stripeAPIBase: String?
 
+    @Option(help: "Paddle's API base URL for buyers' addresses (also KEYLIGHT_PADDLE_API_BASE); default api.paddle.com, or sandbox-api.paddle.com for a tenant set to sandbox.")
+    var paddleAPIBase: String?
+
     @Option(help: "The server's public URL (e.g. https://licenses.example.com): used in the dashboard's Swift snippet; https makes dashboard cookies Secure. Also KEYLIGHT_PUBLIC_URL.")
     var publicURL: String?
 
@@ -149,6 +152,13 @@ struct ServeCommand: AsyncParsableCommand {
                 throw ExitCode(64)
             }
             configuration.stripeAPIBaseURL = base.hasSuffix("/") ? String(base.dropLast()) : base
+        }
+        if let base = paddleAPIBase ?? environment["KEYLIGHT_PADDLE_API_BASE"].flatMap({ $0.isEmpty ? nil : $0 }) {
+            guard let url = URL(string: base), url.scheme == "https" || url.scheme == "http", url.host != nil else {
+                Standard.error("keylight: error: --paddle-api-base must be an http(s) URL")
+                throw ExitCode(64)
+            }
+            configuration.paddleAPIBaseURL = base.hasSuffix("/") ? String(base.dropLast()) : base
         }
         guard (1...86_400).contains(requestTimeout), (1...86_400).contains(idleTimeout), (1...1_000_000).contains(maxConnections), (1...3_600).contains(shutdownTimeout) else {
             Standard.error("keylight: error: --request-timeout and --idle-timeout must be 1-86400 seconds, --shutdown-timeout 1-3600, --max-connections 1-1000000")

@@ -62,6 +62,9 @@ struct KeyTypeBody: Encodable {
     var heartbeat_seconds: Int
     var overage: Double
     @ExplicitNull var updates_days: Int?
+    @ExplicitNull var paddle_price_id: String?
+    @ExplicitNull var lemonsqueezy_variant_id: String?
+    @ExplicitNull var polar_product_id: String?
 
     init(_ keyType: KeyType) {
         id = keyType.id
@@ -74,6 +77,9 @@ struct KeyTypeBody: Encodable {
         entitlements = keyType.entitlementCodes
         stripe_price_id = keyType.stripePriceId
         stripe_mode = keyType.stripeMode
+        paddle_price_id = keyType.paddlePriceId
+        lemonsqueezy_variant_id = keyType.lemonSqueezyVariantId
+        polar_product_id = keyType.polarProductId
         offline_lease_days = keyType.offlineLeaseDays
         floating = keyType.floating
         heartbeat_seconds = keyType.heartbeatSeconds
@@ -113,6 +119,7 @@ struct LicenseBody: Encodable {
 
     enum CodingKeys: String, CodingKey {
         case id, product_id, key_type_id, license_key, masked_key, status, expired, expires_at, customer_email, active_instances, created_at, updates_until, instances
+        case payment_source, payment_order_id
     }
 
     func encode(to encoder: any Encoder) throws {
@@ -129,6 +136,8 @@ struct LicenseBody: Encodable {
         try c.encode(license.activeInstances, forKey: .active_instances)
         try c.encode(license.createdAt, forKey: .created_at)
         try c.encode(license.updatesUntil, forKey: .updates_until)
+        try c.encode(license.paymentSource, forKey: .payment_source)
+        try c.encode(license.paymentOrderId, forKey: .payment_order_id)
         if let instances { try c.encode(instances.map(InstanceBody.init), forKey: .instances) }
     }
 }
@@ -260,6 +269,53 @@ struct StripeEventBody: Encodable {
         outcome = record.outcome
         attempts = record.attempts
         event_created = record.eventCreated
+        received_at = record.receivedAt
+        updated_at = record.updatedAt
+        retryable = record.retryable
+    }
+}
+
+/// A tenant's settings for a merchant of record (`GET`/`PUT …/{paddle|lemonsqueezy|polar}`):
+/// never a secret, only whether one is stored.
+struct MerchantSettingsBody: Encodable {
+    var provider: String
+    /// Where the provider is to send its webhooks (a path: the host is the server's public one).
+    var webhook_path: String
+    var webhook_secret_set = true
+    /// Paddle only.
+    var api_key_set: Bool?
+    var environment: String?
+    /// Lemon Squeezy only.
+    var accept_test_mode: Bool?
+    var updated_at: Int64
+
+    init(_ settings: MerchantSettings, provider: MerchantProvider, tenantId: String) {
+        self.provider = provider.rawValue
+        webhook_path = "/\(provider.rawValue)/webhook/\(tenantId)"
+        if provider == .paddle {
+            api_key_set = settings.sealedAPIKey != nil
+            environment = settings.environment ?? "production"
+        }
+        if provider == .lemonSqueezy { accept_test_mode = settings.acceptTestMode }
+        updated_at = settings.updatedAt
+    }
+}
+
+/// A received merchant event (`GET …/{provider}/events`).
+struct MerchantEventBody: Encodable {
+    var id: String
+    var type: String
+    var outcome: String
+    var attempts: Int
+    var received_at: Int64
+    var updated_at: Int64
+    var retryable: Bool
+
+    init(_ record: MerchantEventRecord) {
+        id = record.id
+        type = record.type
+        outcome = record.outcome
+        attempts = record.attempts
         received_at = record.receivedAt
         updated_at = record.updatedAt
         retryable = record.retryable

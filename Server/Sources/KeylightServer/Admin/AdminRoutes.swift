@@ -140,6 +140,48 @@ struct AdminRoutes {
             let outcome = try await service.retryStripeEvent(tenantId: try context.parameters.require("tenant"), id: id, actor: actor)
             return try JSONBody.response(["id": id, "outcome": outcome.rawValue])
         }
+        admin.put("/tenants/:tenant/paddle", body: PaddleSettingsRequest.self) { body, _, context in
+            let tenant = try context.parameters.require("tenant")
+            let settings = try await service.setMerchantSettings(
+                tenantId: tenant, provider: .paddle, webhookSecret: body.webhook_secret, apiKey: body.api_key, environment: body.environment, actor: actor
+            )
+            return try JSONBody.response(MerchantSettingsBody(settings, provider: .paddle, tenantId: tenant))
+        }
+        admin.put("/tenants/:tenant/lemonsqueezy", body: LemonSqueezySettingsRequest.self) { body, _, context in
+            let tenant = try context.parameters.require("tenant")
+            let settings = try await service.setMerchantSettings(
+                tenantId: tenant, provider: .lemonSqueezy, webhookSecret: body.webhook_secret, acceptTestMode: body.accept_test_mode, actor: actor
+            )
+            return try JSONBody.response(MerchantSettingsBody(settings, provider: .lemonSqueezy, tenantId: tenant))
+        }
+        admin.put("/tenants/:tenant/polar", body: PolarSettingsRequest.self) { body, _, context in
+            let tenant = try context.parameters.require("tenant")
+            let settings = try await service.setMerchantSettings(tenantId: tenant, provider: .polar, webhookSecret: body.webhook_secret, actor: actor)
+            return try JSONBody.response(MerchantSettingsBody(settings, provider: .polar, tenantId: tenant))
+        }
+        for provider in MerchantProvider.allCases {
+            admin.get(RouterPath("/tenants/:tenant/\(provider.rawValue)")) { _, context in
+                let tenant = try context.parameters.require("tenant")
+                return try JSONBody.response(MerchantSettingsBody(try await service.merchantSettings(tenantId: tenant, provider: provider), provider: provider, tenantId: tenant))
+            }
+            admin.delete(RouterPath("/tenants/:tenant/\(provider.rawValue)")) { _, context in
+                try await service.deleteMerchantSettings(tenantId: try context.parameters.require("tenant"), provider: provider, actor: actor)
+                return Response(status: .noContent)
+            }
+            admin.get(RouterPath("/tenants/:tenant/\(provider.rawValue)/events")) { request, context in
+                let limit = try Self.pageLimit(request.uri.queryParameters.get("limit"), default: 50)
+                let events = try await service.merchantEvents(
+                    tenantId: try context.parameters.require("tenant"), provider: provider,
+                    outcome: request.uri.queryParameters.get("outcome").map { String($0) }, limit: limit
+                )
+                return try JSONBody.response(["events": events.map(MerchantEventBody.init)])
+            }
+            admin.post(RouterPath("/tenants/:tenant/\(provider.rawValue)/events/:id/retry")) { _, context in
+                let id = try context.parameters.require("id")
+                let outcome = try await service.retryMerchantEvent(tenantId: try context.parameters.require("tenant"), provider: provider, id: id, actor: actor)
+                return try JSONBody.response(["id": id, "outcome": outcome.rawValue])
+            }
+        }
         admin.patch("/tenants/:tenant/products/:product/key-types/:id", body: UpdateKeyTypeRequest.self) { body, _, context in
             let keyType = try await service.updateKeyType(
                 tenantId: try context.parameters.require("tenant"), productId: try context.parameters.require("product"),

@@ -12,24 +12,43 @@ struct UpdateWebhookEndpointRequest: Decodable {
     var enabled: Bool?
 }
 
+/// `PATCH …/key-types/{id}`: what the key type sells as. Each id field: absent, unchanged;
+/// null, no longer sold that way; a value, sold as that.
 struct UpdateKeyTypeRequest: Decodable {
-    /// Absent: unchanged; null: checkouts stop for this key type; `price_…`: the price sold.
+    /// `price_…`: the Stripe price a checkout sells.
     var stripe_price_id: String??
     var stripe_mode: String?
+    /// `pri_…`: the Paddle Billing price whose purchases mint this key type.
+    var paddle_price_id: String??
+    /// The Lemon Squeezy variant (a number; JSON number or string).
+    var lemonsqueezy_variant_id: String??
+    /// The Polar product (a UUID).
+    var polar_product_id: String??
 
-    enum CodingKeys: String, CodingKey { case stripe_price_id, stripe_mode }
+    enum CodingKeys: String, CodingKey { case stripe_price_id, stripe_mode, paddle_price_id, lemonsqueezy_variant_id, polar_product_id }
 
-    init(stripePriceId: String??, stripeMode: String?) {
+    init(stripePriceId: String?? = nil, stripeMode: String? = nil, paddlePriceId: String?? = nil, lemonSqueezyVariantId: String?? = nil, polarProductId: String?? = nil) {
         stripe_price_id = stripePriceId
         stripe_mode = stripeMode
+        paddle_price_id = paddlePriceId
+        lemonsqueezy_variant_id = lemonSqueezyVariantId
+        polar_product_id = polarProductId
     }
 
     init(from decoder: any Decoder) throws {
         let container = try decoder.container(keyedBy: CodingKeys.self)
-        if container.contains(.stripe_price_id) {
-            stripe_price_id = .some(try container.decodeNil(forKey: .stripe_price_id) ? nil : try container.decode(String.self, forKey: .stripe_price_id))
+        func nullable(_ key: CodingKeys) throws -> String?? {
+            guard container.contains(key) else { return nil }
+            if try container.decodeNil(forKey: key) { return .some(nil) }
+            // A variant id is a number in Lemon Squeezy's own API: taken as one too.
+            if key == .lemonsqueezy_variant_id, let number = try? container.decode(Int64.self, forKey: key) { return .some(String(number)) }
+            return .some(try container.decode(String.self, forKey: key))
         }
+        stripe_price_id = try nullable(.stripe_price_id)
         stripe_mode = try container.decodeIfPresent(String.self, forKey: .stripe_mode)
+        paddle_price_id = try nullable(.paddle_price_id)
+        lemonsqueezy_variant_id = try nullable(.lemonsqueezy_variant_id)
+        polar_product_id = try nullable(.polar_product_id)
     }
 }
 
@@ -155,21 +174,28 @@ extension AdminService {
         return key
     }
 
-    /// Sets the Stripe price (and mode) a key type sells at.
+    /// Sets what a key type sells as: the Stripe price (and mode), and the Paddle price, Lemon
+    /// Squeezy variant and Polar product whose purchases mint it (each at most one key type's
+    /// in a tenant: 409 otherwise).
     func updateKeyType(tenantId: String, productId: String, id: String, _ body: UpdateKeyTypeRequest, actor: AuditActor) async throws -> KeyType {
         let existing = try await requireKeyType(tenantId: tenantId, productId: productId, id: id)
-        guard body.stripe_price_id != nil || body.stripe_mode != nil else {
-            throw APIError.invalidRequest("Nothing to update: send stripe_price_id and/or stripe_mode.")
+        guard body.stripe_price_id != nil || body.stripe_mode != nil || body.paddle_price_id != nil || body.lemonsqueezy_variant_id != nil || body.polar_product_id != nil else {
+            throw APIError.invalidRequest("Nothing to update: send stripe_price_id, stripe_mode, paddle_price_id, lemonsqueezy_variant_id and/or polar_product_id.")
         }
-        var priceId = existing.stripePriceId
-        if let requested = body.stripe_price_id {
-            priceId = try Field.stripePrice(requested)
+        var sales = Database.KeyTypeSales(
+            stripePriceId: existing.stripePriceId, stripeMode: existing.stripeMode, paddlePriceId: existing.paddlePriceId,
+            lemonSqueezyVariantId: existing.lemonSqueezyVariantId, polarProductId: existing.polarProductId
+        )
+        if let requested = body.stripe_price_id { sales.stripePriceId = try Field.stripePrice(requested) }
+        if let mode = body.stripe_mode { sales.stripeMode = try Field.stripeMode(mode) }
+        if let requested = body.paddle_price_id { sales.paddlePriceId = try Field.paddlePrice(requested) }
+        if let requested = body.lemonsqueezy_variant_id { sales.lemonSqueezyVariantId = try Field.lemonSqueezyVariant(requested) }
+        if let requested = body.polar_product_id { sales.polarProductId = try Field.polarProduct(requested) }
+        switch try await database.setKeyTypeSales(tenantId: tenantId, productId: productId, id: id, sales, now: clock.unixSeconds, actor: actor) {
+        case .updated(let keyType): return keyType
+        case .notFound: throw APIError.notFound("Key type")
+        case .taken(let field, let owner): throw APIError.conflict("Key type \(owner) already has this \(field); a purchase can mint only one key type.")
         }
-        let mode = try body.stripe_mode.map(Field.stripeMode) ?? existing.stripeMode
-        guard let updated = try await database.setKeyTypeStripePrice(tenantId: tenantId, productId: productId, id: id, priceId: priceId, mode: mode, now: clock.unixSeconds, actor: actor) else {
-            throw APIError.notFound("Key type")
-        }
-        return updated
     }
 
     func requireKeyType(tenantId: String, productId: String, id: String) async throws -> KeyType {
@@ -186,6 +212,33 @@ extension Field {
             throw .invalidRequest("Field stripe_price_id must be a Stripe price id (price_…).")
         }
         return price
+    }
+
+    /// `pri_` and letters or digits (Paddle's ids are `pri_` + 26 of them).
+    static func paddlePrice(_ value: String?) throws(APIError) -> String? {
+        guard let price = try optional(value, "paddle_price_id", max: 64) else { return nil }
+        guard price.hasPrefix("pri_"), price.utf8.count > 4, price.dropFirst(4).allSatisfy({ $0.isASCII && ($0.isLetter || $0.isNumber) }) else {
+            throw .invalidRequest("Field paddle_price_id must be a Paddle price id (pri_…).")
+        }
+        return price
+    }
+
+    /// A positive whole number, as Lemon Squeezy numbers its variants.
+    static func lemonSqueezyVariant(_ value: String?) throws(APIError) -> String? {
+        guard let variant = try optional(value, "lemonsqueezy_variant_id", max: 18) else { return nil }
+        guard variant.utf8.allSatisfy({ (UInt8(ascii: "0")...UInt8(ascii: "9")).contains($0) }), let number = Int64(variant), number > 0 else {
+            throw .invalidRequest("Field lemonsqueezy_variant_id must be a Lemon Squeezy variant id (a positive whole number).")
+        }
+        return String(number)
+    }
+
+    /// A UUID, as Polar names its products (stored lower-case, as Polar sends it).
+    static func polarProduct(_ value: String?) throws(APIError) -> String? {
+        guard let product = try optional(value, "polar_product_id", max: 36) else { return nil }
+        guard UUID(uuidString: product) != nil, product.utf8.count == 36 else {
+            throw .invalidRequest("Field polar_product_id must be a Polar product id (a UUID).")
+        }
+        return product.lowercased()
     }
 
     static func stripeMode(_ value: String) throws(APIError) -> String {

@@ -40,7 +40,7 @@ final class AdminService: Sendable {
 
     func createTenant(_ body: CreateTenantRequest, actor: AuditActor) async throws -> Tenant {
         let id = try Field.pathId(body.id, "id")
-        guard !TenantPath.reserved.contains(id) else { throw APIError.invalidRequest("Tenant id \(id) is reserved by the server.") }
+        guard !TenantPath.reservedForNewTenants.contains(id) else { throw APIError.invalidRequest("Tenant id \(id) is reserved by the server.") }
         let name = try Field.required(body.name, "name", max: 200)
         let tenant = Tenant(id: id, name: name, createdAt: clock.unixSeconds)
         // Its own signing key from the start (protocol 6.2), in the same transaction.

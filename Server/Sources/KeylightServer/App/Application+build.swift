@@ -151,6 +151,10 @@ func assemble(
             client: SMTPClient(settings: $0.smtp), configuration: $0, clock: clock, metrics: metrics, logger: logger
         )]
     } ?? []
+    let lookups = PaddleCustomerLookups(
+        database: database, sealer: sealer, api: PaddleHTTPAPI(client: httpClient, baseURL: configuration.paddleAPIBaseURL, timeout: configuration.paddleRequestTimeout),
+        clock: clock, mailBuyers: configuration.mail != nil, logger: logger
+    )
     let adminRoutes = RouteTable(prefix: "/admin/v1")
     let router = buildRouter(
         licensing: licensing, admin: admin, checkout: checkout, dashboard: dashboard, keyRing: keyRing, metrics: metrics, signer: signer,
@@ -174,6 +178,7 @@ func assemble(
             webhooks,
             AtShutdown { await hasher.shutdown() },
             PeriodicService.sweepingSeats(of: database, every: configuration.seatSweepInterval, clock: clock, metrics: metrics, logger: logger),
+            PeriodicService(interval: configuration.customerLookupInterval, tick: { await lookups.lookUpDue() }),
         ] + backups + mail + [
             PeriodicService(interval: .seconds(600), tick: {
                 _ = try? await sessions.purgeExpired()
@@ -181,6 +186,7 @@ func assemble(
                 _ = try? await database.purgeDeliveryPayloads(finishedBefore: clock.unixSeconds - WebhookDispatcher.payloadRetentionDays * 86_400)
                 _ = try? await database.purgeUncollectedCheckoutKeys(mintedBefore: clock.unixSeconds - checkout.pickupWindow)
                 _ = try? await database.purgeKeptStripeEvents(receivedBefore: clock.unixSeconds - WebhookDispatcher.payloadRetentionDays * 86_400)
+                _ = try? await database.purgeKeptMerchantEvents(receivedBefore: clock.unixSeconds - WebhookDispatcher.payloadRetentionDays * 86_400)
                 _ = try? await database.purgeLostKeyMails(finishedBefore: clock.unixSeconds - MailService.lostKeyRetentionDays * 86_400)
                 _ = try? await database.purgeIdempotencyKeys(now: clock.unixSeconds)
             }),
@@ -217,6 +223,7 @@ func buildRouter(
     ops.registerTenantKeysets(on: router)
     AdminRoutes(service: admin, limits: limits, table: adminRoutes).register(on: router, tokenHash: adminTokenHash)
     StripeWebhookRoutes(admin: admin).register(on: router)
+    MerchantWebhookRoutes(admin: admin).register(on: router)
     CheckoutRoutes(service: checkout, limits: limits).register(on: router)
     dashboard.register(on: router)
     router.addMethodNotAllowedAnswers()

@@ -93,6 +93,12 @@ public struct ServerConfiguration: Sendable {
     public var keylessRetentionDays: Int64 = 90
     /// Stripe's REST API (`KEYLIGHT_STRIPE_API_BASE`); tests point it at a local server.
     public var stripeAPIBaseURL = "https://api.stripe.com"
+    /// Paddle's API for buyers' addresses; nil = `api.paddle.com` or, for a tenant set to
+    /// `sandbox`, `sandbox-api.paddle.com` (`--paddle-api-base`: a proxy, or a fake in tests).
+    public var paddleAPIBaseURL: String?
+    public var paddleRequestTimeout: Duration = .seconds(10)
+    /// How often due customer lookups are looked for.
+    public var customerLookupInterval: Duration = .seconds(5)
     /// How long one call to Stripe may take, connecting included (a checkout retries once).
     public var stripeRequestTimeout: Duration = .seconds(20)
     /// Scheduled backups of the SQLite database (nil: none). Refused with PostgreSQL, whose

@@ -72,6 +72,7 @@ struct DashboardRoutes: Sendable {
         SigningKeysController(dashboard: self).register(on: dashboard)
         AuditController(dashboard: self).register(on: dashboard)
         MailSettingsController(dashboard: self).register(on: dashboard)
+        MerchantsController(dashboard: self).register(on: dashboard)
         portal.register(on: router)
     }
 }

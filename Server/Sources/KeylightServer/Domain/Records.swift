@@ -64,6 +64,12 @@ public struct KeyType: Codable, Sendable, Hashable {
     public var overagePercent: Int = 0
     /// Days of updates a purchase covers (nil = every build, forever): see ``License/updatesUntil``.
     public var updatesDays: Int? = nil
+    /// The Paddle Billing price (`pri_…`) whose purchases mint this key type.
+    public var paddlePriceId: String? = nil
+    /// The Lemon Squeezy variant (a number) whose orders mint this key type.
+    public var lemonSqueezyVariantId: String? = nil
+    /// The Polar product (a UUID) whose orders mint this key type.
+    public var polarProductId: String? = nil
 
     public static let defaultOfflineLeaseDays = 365
     public static let defaultHeartbeatSeconds = 600
@@ -79,6 +85,7 @@ public struct KeyType: Codable, Sendable, Hashable {
         case tenantId = "tenant_id", productId = "product_id", id, displayName = "display_name", activationLimit = "activation_limit", durationDays = "duration_days", fallbackAccess = "fallback_access", leaseTtlSeconds = "lease_ttl_seconds", entitlements, createdAt = "created_at"
         case stripePriceId = "stripe_price_id", stripeMode = "stripe_mode", offlineLeaseDays = "offline_lease_days"
         case floating, heartbeatSeconds = "heartbeat_seconds", overagePercent = "overage_percent", updatesDays = "updates_days"
+        case paddlePriceId = "paddle_price_id", lemonSqueezyVariantId = "lemonsqueezy_variant_id", polarProductId = "polar_product_id"
     }
 }
 
@@ -105,6 +112,11 @@ public struct License: Codable, Sendable, Hashable {
     /// Builds released up to this time are covered for good; newer ones run in the limited
     /// state. Fixed when the license is minted (purchase + the key type's `updates_days`); nil = no bound.
     public var updatesUntil: Int64?
+    /// Where a paid license came from (`stripe`, `paddle`, `lemonsqueezy`, `polar`); nil when an
+    /// administrator made it.
+    public var paymentSource: String? = nil
+    /// The order, transaction or Checkout Session that paid for it, in `paymentSource`'s ids.
+    public var paymentOrderId: String? = nil
 
     public init(
         id: String, tenantId: String, productId: String, keyTypeId: String, keyHash: String, maskedKey: String,
@@ -134,7 +146,7 @@ public struct License: Codable, Sendable, Hashable {
     /// Column names: rows decode without a key strategy, which would re-derive snake case on every access.
     enum CodingKeys: String, CodingKey {
         case id, tenantId = "tenant_id", productId = "product_id", keyTypeId = "key_type_id", keyHash = "key_hash", maskedKey = "masked_key", status, expiresAt = "expires_at", customerEmail = "customer_email", activeInstances = "active_instances", createdAt = "created_at", updatedAt = "updated_at"
-        case updatesUntil = "updates_until"
+        case updatesUntil = "updates_until", paymentSource = "payment_source", paymentOrderId = "payment_order_id"
     }
 }
 

@@ -90,7 +90,7 @@ extension Database {
 
     // MARK: Key types
 
-    static let keyTypeColumns: SQLQueryString = "tenant_id, product_id, id, display_name, activation_limit, duration_days, fallback_access, lease_ttl_seconds, entitlements, created_at, stripe_price_id, stripe_mode, offline_lease_days, floating, heartbeat_seconds, overage_percent, updates_days"
+    static let keyTypeColumns: SQLQueryString = "tenant_id, product_id, id, display_name, activation_limit, duration_days, fallback_access, lease_ttl_seconds, entitlements, created_at, stripe_price_id, stripe_mode, offline_lease_days, floating, heartbeat_seconds, overage_percent, updates_days, paddle_price_id, lemonsqueezy_variant_id, polar_product_id"
 
     /// Inserts a key type; false when the id is taken within its product.
     func insertKeyType(_ keyType: KeyType, actor: AuditActor) async throws -> Bool {
@@ -101,7 +101,8 @@ extension Database {
                     \(bind: keyType.activationLimit), \(bind: keyType.durationDays), \(bind: keyType.fallbackAccess),
                     \(bind: keyType.leaseTtlSeconds), \(bind: keyType.entitlements), \(bind: keyType.createdAt),
                     \(bind: keyType.stripePriceId), \(bind: keyType.stripeMode), \(bind: keyType.offlineLeaseDays),
-                    \(bind: keyType.floating), \(bind: keyType.heartbeatSeconds), \(bind: keyType.overagePercent), \(bind: keyType.updatesDays))
+                    \(bind: keyType.floating), \(bind: keyType.heartbeatSeconds), \(bind: keyType.overagePercent), \(bind: keyType.updatesDays),
+                    \(bind: keyType.paddlePriceId), \(bind: keyType.lemonSqueezyVariantId), \(bind: keyType.polarProductId))
                 ON CONFLICT DO NOTHING RETURNING id
                 """).first()
             guard inserted != nil else { return false }
@@ -114,22 +115,6 @@ extension Database {
                 "updates_days": keyType.updatesDays.map(String.init) ?? "unbounded",
             ])
             return true
-        }
-    }
-
-    /// Sets the Stripe price a key type sells at (nil stops checkouts); nil when there is no such key type.
-    func setKeyTypeStripePrice(tenantId: String, productId: String, id: String, priceId: String?, mode: String?, now: Int64, actor: AuditActor) async throws -> KeyType? {
-        try await write { db in
-            let updated = try await db.raw("""
-                UPDATE key_types SET stripe_price_id = \(bind: priceId), stripe_mode = \(bind: mode)
-                WHERE tenant_id = \(bind: tenantId) AND product_id = \(bind: productId) AND id = \(bind: id)
-                RETURNING \(Self.keyTypeColumns)
-                """).first(decoding: KeyType.self)
-            guard let updated else { return nil }
-            try await Self.audit(db, at: now, actor: actor, action: "key_type.update", tenantId: tenantId, target: "\(productId)/\(id)", details: [
-                "stripe_price_id": priceId ?? "none", "stripe_mode": mode ?? "none",
-            ])
-            return updated
         }
     }
 

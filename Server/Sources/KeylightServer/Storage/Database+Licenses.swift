@@ -1,14 +1,14 @@
 import SQLKit
 
 extension Database {
-    static let licenseColumns: SQLQueryString = "id, tenant_id, product_id, key_type_id, key_hash, masked_key, status, expires_at, customer_email, active_instances, created_at, updated_at, updates_until"
+    static let licenseColumns: SQLQueryString = "id, tenant_id, product_id, key_type_id, key_hash, masked_key, status, expires_at, customer_email, active_instances, created_at, updated_at, updates_until, payment_source, payment_order_id"
     /// A license's values in ``licenseColumns`` order, bound, for an `INSERT`.
     static func licenseValues(_ license: License) -> SQLQueryString {
         """
         \(bind: license.id), \(bind: license.tenantId), \(bind: license.productId), \(bind: license.keyTypeId), \
         \(bind: license.keyHash), \(bind: license.maskedKey), \(bind: license.status.rawValue), \(bind: license.expiresAt), \
         \(bind: license.customerEmail), \(bind: license.activeInstances), \(bind: license.createdAt), \(bind: license.updatedAt), \
-        \(bind: license.updatesUntil)
+        \(bind: license.updatesUntil), \(bind: license.paymentSource), \(bind: license.paymentOrderId)
         """
     }
 

@@ -71,13 +71,15 @@ struct StripeEventRules {
         let subscription = Self.storable(object.subscription)
         let state = try await subscription.asyncMap { try await ledger.lockSubscription($0) } ?? nil
         let email = (object.customerDetails?.email ?? object.customerEmail)?.lowercased()
-        let license = License(
+        var license = License(
             id: licenseId, tenantId: tenantId, productId: productId, keyTypeId: keyTypeId,
             keyHash: newKey.keyHash, maskedKey: newKey.masked, status: .active,
             expiresAt: Self.firstExpiry(durationDays: keyType.durationDays, now: now, subscription: state),
             customerEmail: email, activeInstances: 0, createdAt: now, updatedAt: now,
             updatesUntil: keyType.updatesDays.map { now + Int64($0) * 86_400 }
         )
+        license.paymentSource = "stripe"
+        license.paymentOrderId = sessionId
         // The address is Stripe's to tell, and anybody's to type at checkout: mailed only if it is
         // a plain address (a line break or control character would be a header injection).
         let mail = mailBuyers ? email.flatMap { try? MailAddress($0) }.map { MailRequest(kind: .license, to: $0.address) } : nil

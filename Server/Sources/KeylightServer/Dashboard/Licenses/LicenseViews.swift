@@ -102,6 +102,8 @@ struct LicenseRow: Sendable {
     var expires: String
     var activeInstances: Int
     var created: String
+    /// "Paddle, transaction txn_…": where a paid license came from; nil when made by hand.
+    var source: String?
 
     init(_ license: License, now: Int64) {
         id = license.id
@@ -114,6 +116,16 @@ struct LicenseRow: Sendable {
         expires = license.expiresAt.map(DashboardFormat.time) ?? "never"
         activeInstances = license.activeInstances
         created = DashboardFormat.time(license.createdAt)
+        source = license.paymentSource.map { source in
+            let (name, noun) = switch source {
+            case "stripe": ("Stripe", "Checkout Session")
+            case "paddle": ("Paddle", "transaction")
+            case "lemonsqueezy": ("Lemon Squeezy", "order")
+            case "polar": ("Polar", "order")
+            default: (source, "order")
+            }
+            return license.paymentOrderId.map { "\(name), \(noun) \($0)" } ?? name
+        }
     }
 }
 

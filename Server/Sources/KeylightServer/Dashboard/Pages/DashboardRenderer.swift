@@ -24,7 +24,7 @@ struct DashboardRenderer: Sendable {
         ("tenant", PackageResources.tenant_mustache), ("product", PackageResources.product_mustache),
         ("licenses", PackageResources.licenses_mustache), ("license", PackageResources.license_mustache),
         ("signing_keys", PackageResources.signing_keys_mustache), ("audit", PackageResources.audit_mustache),
-        ("mail_settings", PackageResources.mail_settings_mustache), ("mail_preview", PackageResources.mail_preview_mustache),
+        ("mail_settings", PackageResources.mail_settings_mustache), ("merchant", PackageResources.merchant_mustache), ("mail_preview", PackageResources.mail_preview_mustache),
         ("portal_layout", PackageResources.portal_layout_mustache), ("portal", PackageResources.portal_mustache),
     ]
 

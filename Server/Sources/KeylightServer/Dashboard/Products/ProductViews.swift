@@ -30,6 +30,9 @@ struct KeyTypeRow: Sendable {
     var updates: String
     var stripePriceId: String?
     var subscription: Bool
+    var paddlePriceId: String?
+    var lemonSqueezyVariantId: String?
+    var polarProductId: String?
 
     init(_ keyType: KeyType) {
         id = keyType.id
@@ -46,5 +49,8 @@ struct KeyTypeRow: Sendable {
         updates = keyType.updatesDays.map { "\($0) days" } ?? "every build"
         stripePriceId = keyType.stripePriceId
         subscription = keyType.stripeMode == "subscription"
+        paddlePriceId = keyType.paddlePriceId
+        lemonSqueezyVariantId = keyType.lemonSqueezyVariantId
+        polarProductId = keyType.polarProductId
     }
 }

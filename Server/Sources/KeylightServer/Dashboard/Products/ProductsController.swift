@@ -61,6 +61,16 @@ struct ProductsController: Sendable {
         enum CodingKeys: String, CodingKey { case stripePriceId = "stripe_price_id", stripeMode = "stripe_mode" }
     }
 
+    /// A key type's ids at each merchant of record; a blank field unmaps it.
+    struct KeyTypeMerchantsForm: Decodable {
+        @FormText var paddlePriceId: String?
+        @FormText var lemonSqueezyVariantId: String?
+        @FormText var polarProductId: String?
+        enum CodingKeys: String, CodingKey {
+            case paddlePriceId = "paddle_price_id", lemonSqueezyVariantId = "lemonsqueezy_variant_id", polarProductId = "polar_product_id"
+        }
+    }
+
     func register(on group: RouterGroup<DashboardContext>) {
         group.signedIn("/t/:tenant/products", dashboard: dashboard, back: TenantsController.tenantPage).post(form: CreateProductForm.self) { form, request, context -> Response in
             let tenantId = TenantsController.tenantId(context)
@@ -117,6 +127,16 @@ struct ProductsController: Sendable {
                 UpdateKeyTypeRequest(stripePriceId: .some(form.stripePriceId), stripeMode: form.stripeMode), actor: try context.requireUser().actor
             )
             pages.flash(context, "Stripe price saved.")
+            return .redirect(to: Self.productPage(context))
+        }
+        product.post("/key-types/:keyType/merchants", form: KeyTypeMerchantsForm.self) { form, _, context -> Response in
+            let (tenantId, productId) = Self.ids(context)
+            _ = try await admin.updateKeyType(
+                tenantId: tenantId, productId: productId, id: try context.parameters.require("keyType"),
+                UpdateKeyTypeRequest(paddlePriceId: .some(form.paddlePriceId), lemonSqueezyVariantId: .some(form.lemonSqueezyVariantId), polarProductId: .some(form.polarProductId)),
+                actor: try context.requireUser().actor
+            )
+            pages.flash(context, "Merchant-of-record mapping saved.")
             return .redirect(to: Self.productPage(context))
         }
     }

@@ -30,6 +30,8 @@ struct TenantView: Sendable {
     var products: [ProductRow]
     var stripeConfigured: Bool
     var stripeSecretKeySet: Bool
+    /// Paddle, Lemon Squeezy and Polar, each linking to its page.
+    var merchants: [MerchantCard]
     var checkoutKeySet: Bool
     /// Shown once, right after it was made.
     var newCheckoutKey: String?

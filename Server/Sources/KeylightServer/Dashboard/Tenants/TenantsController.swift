@@ -130,11 +130,17 @@ struct TenantsController: Sendable {
         let urls = Dictionary(endpoints.map { ($0.id, $0.url) }, uniquingKeysWith: { first, _ in first })
         let deliveries = try await admin.database.webhookDeliveries(tenantId: tenant.id, limit: 20)
         let unapplied = try await admin.database.stripeEvents(tenantId: tenant.id, outcome: StripeOutcome.unknownProduct.rawValue, limit: 20)
+        var merchants: [MerchantCard] = []
+        for provider in MerchantProvider.allCases {
+            let configured = try await admin.database.merchantSettings(tenantId: tenant.id, provider: provider) != nil
+            merchants.append(MerchantCard(provider: provider.rawValue, name: provider.displayName, configured: configured))
+        }
         return TenantView(
             chrome: pages.chrome(tenant.name, context),
             tenant: tenant,
             products: try await admin.database.products(tenantId: tenant.id).map(ProductRow.init),
             stripeConfigured: stripe != nil, stripeSecretKeySet: stripe?.sealedSecretKey != nil,
+            merchants: merchants,
             checkoutKeySet: try await admin.database.checkoutKeyHash(tenantId: tenant.id) != nil,
             newCheckoutKey: nil, newEndpointSecret: nil,
             endpoints: endpoints.map(EndpointRow.init),

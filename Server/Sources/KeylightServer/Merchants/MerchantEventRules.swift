@@ -1,0 +1,126 @@
+import Foundation
+import KeylightCore
+
+/// What a merchant event means for a tenant's licenses, the same for every provider: decisions
+/// made against a ``MerchantLedger`` inside the transaction that records the event.
+struct MerchantEventRules {
+    let event: MerchantEvent
+    let ledger: MerchantLedger
+    let sealer: SecretSealer
+    var mailBuyers = false
+
+    /// One order mints at most this many licenses: a signed event is still the provider's word
+    /// on what was bought, and a typo'd quantity must not fill the database.
+    static let maxLicensesPerOrder = 100
+
+    private var tenantId: String { ledger.tenantId }
+    private var now: Int64 { ledger.now }
+
+    func apply() async throws -> MerchantOutcome {
+        switch event.action {
+        case .purchase(let purchase): try await mint(purchase)
+        case .subscription(let update): try await subscription(update)
+        case .refund(let orderId, let full, let reason): try await refund(orderId, full: full, reason: reason)
+        case .customer(let id, let email): try await customer(id, email: email)
+        case .ignored(let outcome): outcome
+        }
+    }
+
+    // MARK: Purchases
+
+    /// One license per quantity of each mapped item, once per order, for money received.
+    private func mint(_ purchase: MerchantPurchase) async throws -> MerchantOutcome {
+        var lines: [(keyType: KeyType, prefix: String, quantity: Int)] = []
+        for item in purchase.items where item.quantity > 0 {
+            if let (keyType, prefix) = try await ledger.keyType(mappingId: item.mappingId) { lines.append((keyType, prefix, item.quantity)) }
+        }
+        guard !lines.isEmpty else { return .unmapped }
+        let count = lines.reduce(0) { $0 + min($1.quantity, Self.maxLicensesPerOrder + 1) }
+        guard count <= Self.maxLicensesPerOrder else { return .tooManyLicenses }
+        let subscription: String?
+        switch try await ledger.claimOrder(purchase.orderId, licenses: count) {
+        case .alreadyMinted: return .alreadyMinted
+        case .refunded: return .refunded
+        case .claimed(let linked): subscription = purchase.subscriptionId ?? linked
+        }
+        if let subscription, let paidThrough = purchase.paidThrough { try await ledger.recordPaidThrough(subscription, paidThrough) }
+        var state: StripeSubscriptionState?
+        if let subscription { state = try await ledger.lockSubscription(subscription) }
+        let email = try await address(for: purchase)
+        // The address is the buyer's to type at checkout: mailed only if it is a plain address
+        // (a line break or control character would be a header injection).
+        let mail = mailBuyers ? email.flatMap { try? MailAddress($0) }.map { MailRequest(kind: .license, to: $0.address) } : nil
+        for line in lines {
+            for _ in 0..<line.quantity {
+                let key = try LicenseKey.generate(prefix: line.prefix)
+                let licenseId = UUID().uuidString.lowercased()
+                var license = License(
+                    id: licenseId, tenantId: tenantId, productId: line.keyType.productId, keyTypeId: line.keyType.id,
+                    keyHash: key.keyHash, maskedKey: key.masked, status: .active,
+                    expiresAt: StripeEventRules.firstExpiry(durationDays: line.keyType.durationDays, now: now, subscription: state),
+                    customerEmail: email, activeInstances: 0, createdAt: now, updatedAt: now,
+                    updatesUntil: line.keyType.updatesDays.map { now + Int64($0) * 86_400 }
+                )
+                license.paymentSource = ledger.provider.rawValue
+                license.paymentOrderId = purchase.orderId
+                try await ledger.insertLicense(license, key: key, sealedKey: try LicenseKeySeal.seal(key, licenseId: licenseId, with: sealer), mail: mail,
+                                               subscription: subscription, customer: purchase.customerId)
+            }
+        }
+        return .minted
+    }
+
+    /// The buyer's address: the event's own, else the customer's as already learnt; failing
+    /// both, the license waits for it (a customer event, or a lookup with the tenant's API key).
+    private func address(for purchase: MerchantPurchase) async throws -> String? {
+        if let email = purchase.email.flatMap(Self.plainAddress) { return email }
+        guard let customer = purchase.customerId else { return nil }
+        if let known = try await ledger.customerEmail(customer) { return known }
+        try await ledger.awaitCustomer(customer)
+        return nil
+    }
+
+    /// A lower-cased address when `text` is a plain one (what licenses store), else nil.
+    static func plainAddress(_ text: String) -> String? {
+        (try? MailAddress(text)).map { $0.address.lowercased() }
+    }
+
+    // MARK: Refunds
+
+    private func refund(_ orderId: String, full: Bool, reason: String) async throws -> MerchantOutcome {
+        guard full else { return .partialRefund }
+        try await ledger.recordRefund(orderId)
+        return try await ledger.revoke(order: orderId, reason: reason) ? .revoked : .noLicense
+    }
+
+    // MARK: Subscriptions
+
+    /// As for Stripe: expiry moves only forward, to the latest period paid for, and never for a
+    /// subscription that ended; an end moves expiry back to it (clamped to now), once.
+    private func subscription(_ update: MerchantSubscriptionUpdate) async throws -> MerchantOutcome {
+        if let order = update.orderId { try await ledger.linkOrder(order, subscription: update.id) }
+        if update.ended {
+            let endedAt = min(update.endedAt ?? now, now)
+            try await ledger.recordSubscriptionEnd(update.id, at: endedAt)
+            if try await !ledger.expireLicenses(subscription: update.id, at: endedAt).isEmpty { return .expired }
+            return try await ledger.hasLicenses(subscription: update.id) ? .stale : .noLicense
+        }
+        guard let paidThrough = update.paidThrough else {
+            return try await ledger.hasLicenses(subscription: update.id) ? .stale : .noLicense
+        }
+        try await ledger.recordPaidThrough(update.id, paidThrough)
+        guard let state = try await ledger.subscription(update.id), state.endedAt == nil, let latest = state.paidThrough else {
+            return try await ledger.hasLicenses(subscription: update.id) ? .stale : .noLicense
+        }
+        if try await !ledger.renewLicenses(subscription: update.id, to: latest).isEmpty { return .renewed }
+        return try await ledger.hasLicenses(subscription: update.id) ? .stale : .noLicense
+    }
+
+    // MARK: Customers
+
+    private func customer(_ id: String, email: String) async throws -> MerchantOutcome {
+        guard let address = Self.plainAddress(email) else { return .ignored }
+        _ = try await ledger.learnCustomer(id, email: address, mail: mailBuyers)
+        return .customer
+    }
+}

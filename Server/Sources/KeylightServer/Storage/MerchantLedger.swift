@@ -1,0 +1,235 @@
+import Foundation
+import KeylightCore
+import SQLKit
+
+/// The reads and writes applying one merchant event may make, all inside the transaction that
+/// records the event (``Database/recordMerchantEvent(_:provider:tenantId:now:sealEvent:retriedBy:apply:)``).
+/// What to do is decided by ``MerchantEventRules``; this type only knows the tables. Every
+/// statement names the tenant and the provider, so one payment seen by two tenants (or through
+/// two providers) never reaches the other's licenses.
+struct MerchantLedger: Sendable {
+    let db: any SQLDatabase
+    let tenantId: String
+    let provider: MerchantProvider
+    let now: Int64
+    /// The event being applied, named in audit entries.
+    let eventId: String
+    let outbox: WebhookOutbox?
+    var actor: AuditActor { provider.actor }
+
+    // MARK: Catalogue
+
+    /// The key type mapped to the provider's `mappingId`, and its product's key prefix.
+    func keyType(mappingId: String) async throws -> (KeyType, prefix: String)? {
+        guard let keyType = try await db.raw("""
+                  SELECT \(Database.keyTypeColumns) FROM key_types
+                  WHERE tenant_id = \(bind: tenantId) AND \(ident: provider.mappingField) = \(bind: mappingId)
+                  """).first(decoding: KeyType.self),
+              let prefix = try await db.raw("SELECT key_prefix FROM products WHERE tenant_id = \(bind: tenantId) AND id = \(bind: keyType.productId)")
+                  .first(decodingColumn: "key_prefix", as: String.self) else { return nil }
+        return (keyType, prefix)
+    }
+
+    // MARK: Orders
+
+    enum OrderClaim: Sendable, Equatable {
+        /// This event mints the order's licenses (and the subscription a later event tied it to, if any).
+        case claimed(subscriptionId: String?)
+        case alreadyMinted
+        case refunded
+    }
+
+    /// Claims an order for minting: once per order, however many deliveries or processes race
+    /// (a concurrent claim waits for this transaction, then finds the order taken).
+    func claimOrder(_ orderId: String, licenses: Int) async throws -> OrderClaim {
+        if let row = try await db.raw("""
+            INSERT INTO merchant_orders (tenant_id, provider, id, status, licenses, subscription_id, created_at, updated_at)
+            VALUES (\(bind: tenantId), \(bind: provider.rawValue), \(bind: orderId), 'minted', \(bind: licenses), NULL, \(bind: now), \(bind: now))
+            ON CONFLICT (tenant_id, provider, id) DO UPDATE SET status = 'minted', licenses = excluded.licenses, updated_at = excluded.updated_at
+            WHERE merchant_orders.status = 'pending'
+            RETURNING subscription_id
+            """).first() {
+            return .claimed(subscriptionId: try row.decode(column: "subscription_id", as: String?.self))
+        }
+        let status = try await db.raw("""
+            SELECT status FROM merchant_orders WHERE tenant_id = \(bind: tenantId) AND provider = \(bind: provider.rawValue) AND id = \(bind: orderId)
+            """).first(decodingColumn: "status", as: String.self)
+        return status == "refunded" ? .refunded : .alreadyMinted
+    }
+
+    /// Marks an order refunded, whether or not its purchase has arrived: a purchase that comes
+    /// later mints nothing.
+    func recordRefund(_ orderId: String) async throws {
+        try await db.raw("""
+            INSERT INTO merchant_orders (tenant_id, provider, id, status, licenses, subscription_id, created_at, updated_at)
+            VALUES (\(bind: tenantId), \(bind: provider.rawValue), \(bind: orderId), 'refunded', 0, NULL, \(bind: now), \(bind: now))
+            ON CONFLICT (tenant_id, provider, id) DO UPDATE SET status = 'refunded', updated_at = excluded.updated_at
+            """).run()
+    }
+
+    /// Ties an order to its subscription (Lemon Squeezy tells it on the subscription): the
+    /// order's licenses, minted already or later, follow the subscription.
+    func linkOrder(_ orderId: String, subscription: String) async throws {
+        try await db.raw("""
+            INSERT INTO merchant_orders (tenant_id, provider, id, status, licenses, subscription_id, created_at, updated_at)
+            VALUES (\(bind: tenantId), \(bind: provider.rawValue), \(bind: orderId), 'pending', 0, \(bind: subscription), \(bind: now), \(bind: now))
+            ON CONFLICT (tenant_id, provider, id) DO UPDATE SET subscription_id = excluded.subscription_id, updated_at = excluded.updated_at
+            """).run()
+        try await db.raw("""
+            UPDATE licenses SET payment_subscription_id = \(bind: subscription), updated_at = \(bind: now)
+            WHERE tenant_id = \(bind: tenantId) AND payment_source = \(bind: provider.rawValue) AND payment_order_id = \(bind: orderId)
+              AND payment_subscription_id IS NULL
+            """).run()
+    }
+
+    // MARK: Licenses
+
+    /// Inserts a minted license with where it came from, audited and announced; its mail queued.
+    func insertLicense(_ license: License, key: LicenseKey, sealedKey: String, mail: MailRequest?, subscription: String?, customer: String?) async throws {
+        try await db.raw("""
+            INSERT INTO licenses (\(Database.licenseColumns), payment_subscription_id, payment_customer_id, sealed_key)
+            VALUES (\(Database.licenseValues(license)), \(bind: subscription), \(bind: customer), \(bind: sealedKey))
+            """).run()
+        if let mail {
+            try await Database.enqueueMail(db, tenantId: tenantId, kind: mail.kind, licenseId: license.id, to: mail.to, at: now)
+        }
+        try await Database.audit(db, at: now, actor: actor, action: "license.create", tenantId: tenantId, target: license.id, details: [
+            "source": provider.rawValue, "order_id": license.paymentOrderId ?? "", "product_id": license.productId,
+            "key_type_id": license.keyTypeId, "masked_key": license.maskedKey, "event": eventId,
+        ])
+        try await outbox.enqueue(WebhookEvent(type: .licenseCreated, tenantId: tenantId, at: now, data: .init(license: license, licenseKey: key.text, source: actor.name)), on: db)
+    }
+
+    /// Revokes the order's licenses that are not revoked yet, audited and announced with `reason`.
+    func revoke(order orderId: String, reason: String) async throws -> Bool {
+        let licenses = try await db.raw("""
+            UPDATE licenses SET status = 'revoked', updated_at = \(bind: now)
+            WHERE tenant_id = \(bind: tenantId) AND payment_source = \(bind: provider.rawValue) AND payment_order_id = \(bind: orderId) AND status <> 'revoked'
+            RETURNING \(Database.licenseColumns)
+            """).all(decoding: License.self)
+        for license in licenses {
+            try await Database.audit(db, at: now, actor: actor, action: "license.revoke", tenantId: tenantId, target: license.id, details: ["event": eventId, "reason": reason])
+            try await outbox.enqueue(WebhookEvent(type: .licenseRevoked, tenantId: tenantId, at: now, data: .init(license: license, source: actor.name)), on: db)
+        }
+        return !licenses.isEmpty
+    }
+
+    // MARK: Subscriptions
+
+    /// The subscription's state, its row created if need be and locked until the transaction
+    /// ends, so a renewal or end processed at the same moment waits for this mint (or this mint
+    /// for it).
+    func lockSubscription(_ id: String) async throws -> StripeSubscriptionState? {
+        try await db.raw("""
+            INSERT INTO merchant_subscriptions (tenant_id, provider, id, paid_through, ended_at, updated_at)
+            VALUES (\(bind: tenantId), \(bind: provider.rawValue), \(bind: id), NULL, NULL, \(bind: now))
+            ON CONFLICT (tenant_id, provider, id) DO UPDATE SET updated_at = excluded.updated_at
+            """).run()
+        return try await subscription(id)
+    }
+
+    func subscription(_ id: String) async throws -> StripeSubscriptionState? {
+        guard let row = try await db.raw("""
+            SELECT paid_through, ended_at FROM merchant_subscriptions
+            WHERE tenant_id = \(bind: tenantId) AND provider = \(bind: provider.rawValue) AND id = \(bind: id)
+            """).first() else { return nil }
+        return StripeSubscriptionState(paidThrough: try row.decode(column: "paid_through", as: Int64?.self), endedAt: try row.decode(column: "ended_at", as: Int64?.self))
+    }
+
+    /// Records an end; the earliest one reported stays.
+    func recordSubscriptionEnd(_ id: String, at endedAt: Int64) async throws {
+        try await db.raw("""
+            INSERT INTO merchant_subscriptions (tenant_id, provider, id, paid_through, ended_at, updated_at)
+            VALUES (\(bind: tenantId), \(bind: provider.rawValue), \(bind: id), NULL, \(bind: endedAt), \(bind: now))
+            ON CONFLICT (tenant_id, provider, id) DO UPDATE SET
+                ended_at = CASE WHEN merchant_subscriptions.ended_at IS NULL OR excluded.ended_at < merchant_subscriptions.ended_at
+                                THEN excluded.ended_at ELSE merchant_subscriptions.ended_at END,
+                updated_at = excluded.updated_at
+            """).run()
+    }
+
+    /// Records a paid period's end; the latest one reported stays.
+    func recordPaidThrough(_ id: String, _ paidThrough: Int64) async throws {
+        try await db.raw("""
+            INSERT INTO merchant_subscriptions (tenant_id, provider, id, paid_through, ended_at, updated_at)
+            VALUES (\(bind: tenantId), \(bind: provider.rawValue), \(bind: id), \(bind: paidThrough), NULL, \(bind: now))
+            ON CONFLICT (tenant_id, provider, id) DO UPDATE SET
+                paid_through = CASE WHEN merchant_subscriptions.paid_through IS NULL OR excluded.paid_through > merchant_subscriptions.paid_through
+                                    THEN excluded.paid_through ELSE merchant_subscriptions.paid_through END,
+                updated_at = excluded.updated_at
+            """).run()
+    }
+
+    /// Moves the subscription's licenses that expire later than `endedAt` (or never) back to it.
+    func expireLicenses(subscription: String, at endedAt: Int64) async throws -> [License] {
+        try await moveExpiry(subscription: subscription, to: endedAt, where: "(expires_at IS NULL OR expires_at > \(bind: endedAt))",
+                             action: "license.expire", type: .licenseExpired)
+    }
+
+    /// Moves the subscription's unrevoked licenses that expire earlier than `paidThrough` (or
+    /// have no expiry yet) forward to it.
+    func renewLicenses(subscription: String, to paidThrough: Int64) async throws -> [License] {
+        try await moveExpiry(subscription: subscription, to: paidThrough, where: "status <> 'revoked' AND (expires_at IS NULL OR expires_at < \(bind: paidThrough))",
+                             action: "license.renew", type: .licenseRenewed)
+    }
+
+    private func moveExpiry(subscription: String, to expiresAt: Int64, where condition: SQLQueryString, action: String, type: WebhookEventType) async throws -> [License] {
+        let licenses = try await db.raw("""
+            UPDATE licenses SET expires_at = \(bind: expiresAt), updated_at = \(bind: now)
+            WHERE tenant_id = \(bind: tenantId) AND payment_source = \(bind: provider.rawValue) AND payment_subscription_id = \(bind: subscription) AND \(condition)
+            RETURNING \(Database.licenseColumns)
+            """).all(decoding: License.self)
+        for license in licenses {
+            try await Database.audit(db, at: now, actor: actor, action: action, tenantId: tenantId, target: license.id, details: ["event": eventId, "expires_at": String(expiresAt)])
+            try await outbox.enqueue(WebhookEvent(type: type, tenantId: tenantId, at: now, data: .init(license: license, source: actor.name)), on: db)
+        }
+        return licenses
+    }
+
+    func hasLicenses(subscription: String) async throws -> Bool {
+        try await db.raw("""
+            SELECT id FROM licenses WHERE tenant_id = \(bind: tenantId) AND payment_source = \(bind: provider.rawValue) AND payment_subscription_id = \(bind: subscription) LIMIT 1
+            """).first() != nil
+    }
+
+    // MARK: Customers (Paddle names a customer, not an address)
+
+    /// The customer's address, when an event or a lookup has told it.
+    func customerEmail(_ id: String) async throws -> String? {
+        try await db.raw("""
+            SELECT email FROM merchant_customers WHERE tenant_id = \(bind: tenantId) AND provider = \(bind: provider.rawValue) AND id = \(bind: id)
+            """).first(decodingColumn: "email", as: String?.self) ?? nil
+    }
+
+    /// Notes that a license waits for this customer's address (looked up in the background).
+    func awaitCustomer(_ id: String) async throws {
+        try await db.raw("""
+            INSERT INTO merchant_customers (tenant_id, provider, id, email, status, attempts, next_attempt_at, locked_until, last_error, created_at, updated_at)
+            VALUES (\(bind: tenantId), \(bind: provider.rawValue), \(bind: id), NULL, 'pending', 0, \(bind: now), 0, NULL, \(bind: now), \(bind: now))
+            ON CONFLICT (tenant_id, provider, id) DO UPDATE SET
+                status = CASE WHEN merchant_customers.email IS NULL THEN 'pending' ELSE merchant_customers.status END,
+                next_attempt_at = CASE WHEN merchant_customers.email IS NULL THEN excluded.next_attempt_at ELSE merchant_customers.next_attempt_at END,
+                updated_at = excluded.updated_at
+            """).run()
+    }
+
+    /// Records the customer's address and gives it to their licenses that have none, queueing
+    /// each one's mail (`mail`). Answers the licenses that got it.
+    func learnCustomer(_ id: String, email: String, mail: Bool) async throws -> [License] {
+        try await db.raw("""
+            INSERT INTO merchant_customers (tenant_id, provider, id, email, status, attempts, next_attempt_at, locked_until, last_error, created_at, updated_at)
+            VALUES (\(bind: tenantId), \(bind: provider.rawValue), \(bind: id), \(bind: email), 'known', 0, \(bind: now), 0, NULL, \(bind: now), \(bind: now))
+            ON CONFLICT (tenant_id, provider, id) DO UPDATE SET email = excluded.email, status = 'known', last_error = NULL, updated_at = excluded.updated_at
+            """).run()
+        let licenses = try await db.raw("""
+            UPDATE licenses SET customer_email = \(bind: email), updated_at = \(bind: now)
+            WHERE tenant_id = \(bind: tenantId) AND payment_source = \(bind: provider.rawValue) AND payment_customer_id = \(bind: id) AND customer_email IS NULL
+            RETURNING \(Database.licenseColumns)
+            """).all(decoding: License.self)
+        for license in licenses {
+            try await Database.audit(db, at: now, actor: actor, action: "license.customer_email", tenantId: tenantId, target: license.id, details: ["event": eventId])
+            if mail, license.status != .revoked { try await Database.enqueueMail(db, tenantId: tenantId, kind: .license, licenseId: license.id, to: email, at: now) }
+        }
+        return licenses
+    }
+}
