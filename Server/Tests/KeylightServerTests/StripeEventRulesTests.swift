@@ -8,20 +8,20 @@ import Testing
 
     @Test func aNewLicenseTakesWhatBillingAlreadySaid() {
         let (now, day) = (Self.now, Self.day)
-        func expiry(_ days: Int?, _ state: StripeSubscriptionState?) -> Int64? {
-            StripeEventRules.firstExpiry(durationDays: days, now: now, subscription: state)
+        func expiry(_ days: Int?, _ state: SubscriptionState?) -> Int64? {
+            SubscriptionState.firstExpiry(durationDays: days, now: now, subscription: state)
         }
         // No subscription events yet: the key type's duration, or lifetime.
         #expect(expiry(30, nil) == now + 30 * day)
         #expect(expiry(nil, nil) == nil)
         // A period paid beyond the duration wins; one inside it does not shorten it.
-        #expect(expiry(30, StripeSubscriptionState(paidThrough: now + 40 * day)) == now + 40 * day)
-        #expect(expiry(30, StripeSubscriptionState(paidThrough: now + 10 * day)) == now + 30 * day)
+        #expect(expiry(30, SubscriptionState(paidThrough: now + 40 * day)) == now + 40 * day)
+        #expect(expiry(30, SubscriptionState(paidThrough: now + 10 * day)) == now + 30 * day)
         // A lifetime key type sold by subscription takes its first expiry from billing.
-        #expect(expiry(nil, StripeSubscriptionState(paidThrough: now + 10 * day)) == now + 10 * day)
+        #expect(expiry(nil, SubscriptionState(paidThrough: now + 10 * day)) == now + 10 * day)
         // An ended subscription caps it, lifetime or paid ahead.
-        #expect(expiry(30, StripeSubscriptionState(paidThrough: now + 40 * day, endedAt: now + 5 * day)) == now + 5 * day)
-        #expect(expiry(nil, StripeSubscriptionState(endedAt: now - day)) == now - day)
+        #expect(expiry(30, SubscriptionState(paidThrough: now + 40 * day, endedAt: now + 5 * day)) == now + 5 * day)
+        #expect(expiry(nil, SubscriptionState(endedAt: now - day)) == now - day)
     }
 
     @Test func onlyIdsKeylightCanStoreAreUsed() {

@@ -43,9 +43,9 @@ struct MerchantEventRules {
         case .refunded: return .refunded
         case .claimed(let linked): subscription = purchase.subscriptionId ?? linked
         }
-        if let subscription, let paidThrough = purchase.paidThrough { try await ledger.recordPaidThrough(subscription, paidThrough) }
-        var state: StripeSubscriptionState?
-        if let subscription { state = try await ledger.lockSubscription(subscription) }
+        if let subscription, let paidThrough = purchase.paidThrough { try await ledger.subscriptions.recordPaidThrough(subscription, paidThrough) }
+        var state: SubscriptionState?
+        if let subscription { state = try await ledger.subscriptions.lock(subscription) }
         let email = try await address(for: purchase)
         // The address is the buyer's to type at checkout: mailed only if it is a plain address
         // (a line break or control character would be a header injection).
@@ -57,7 +57,7 @@ struct MerchantEventRules {
                 var license = License(
                     id: licenseId, tenantId: tenantId, productId: line.keyType.productId, keyTypeId: line.keyType.id,
                     keyHash: key.keyHash, maskedKey: key.masked, status: .active,
-                    expiresAt: StripeEventRules.firstExpiry(durationDays: line.keyType.durationDays, now: now, subscription: state),
+                    expiresAt: SubscriptionState.firstExpiry(durationDays: line.keyType.durationDays, now: now, subscription: state),
                     customerEmail: email, activeInstances: 0, createdAt: now, updatedAt: now,
                     updatesUntil: line.keyType.updatesDays.map { now + Int64($0) * 86_400 }
                 )
@@ -95,25 +95,25 @@ struct MerchantEventRules {
 
     // MARK: Subscriptions
 
-    /// As for Stripe: expiry moves only forward, to the latest period paid for, and never for a
-    /// subscription that ended; an end moves expiry back to it (clamped to now), once.
+    /// As for Stripe (``SubscriptionBook/apply(_:to:)``): expiry moves only forward, to the
+    /// latest period paid for, and never for a subscription that ended; an end moves expiry back
+    /// to it (clamped to now), once.
     private func subscription(_ update: MerchantSubscriptionUpdate) async throws -> MerchantOutcome {
         if let order = update.orderId { try await ledger.linkOrder(order, subscription: update.id) }
+        let change: SubscriptionBook.Change
         if update.ended {
-            let endedAt = min(update.endedAt ?? now, now)
-            try await ledger.recordSubscriptionEnd(update.id, at: endedAt)
-            if try await !ledger.expireLicenses(subscription: update.id, at: endedAt).isEmpty { return .expired }
-            return try await ledger.hasLicenses(subscription: update.id) ? .stale : .noLicense
+            change = .ended(at: update.endedAt ?? now)
+        } else if let paidThrough = update.paidThrough {
+            change = .paid(through: paidThrough)
+        } else {
+            return try await ledger.subscriptions.hasLicenses(update.id) ? .stale : .noLicense
         }
-        guard let paidThrough = update.paidThrough else {
-            return try await ledger.hasLicenses(subscription: update.id) ? .stale : .noLicense
+        return switch try await ledger.subscriptions.apply(change, to: update.id) {
+        case .expired: .expired
+        case .renewed: .renewed
+        case .stale: .stale
+        case .noLicense: .noLicense
         }
-        try await ledger.recordPaidThrough(update.id, paidThrough)
-        guard let state = try await ledger.subscription(update.id), state.endedAt == nil, let latest = state.paidThrough else {
-            return try await ledger.hasLicenses(subscription: update.id) ? .stale : .noLicense
-        }
-        if try await !ledger.renewLicenses(subscription: update.id, to: latest).isEmpty { return .renewed }
-        return try await ledger.hasLicenses(subscription: update.id) ? .stale : .noLicense
     }
 
     // MARK: Customers

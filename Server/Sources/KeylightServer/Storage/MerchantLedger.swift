@@ -116,80 +116,9 @@ struct MerchantLedger: Sendable {
 
     // MARK: Subscriptions
 
-    /// The subscription's state, its row created if need be and locked until the transaction
-    /// ends, so a renewal or end processed at the same moment waits for this mint (or this mint
-    /// for it).
-    func lockSubscription(_ id: String) async throws -> StripeSubscriptionState? {
-        try await db.raw("""
-            INSERT INTO merchant_subscriptions (tenant_id, provider, id, paid_through, ended_at, updated_at)
-            VALUES (\(bind: tenantId), \(bind: provider.rawValue), \(bind: id), NULL, NULL, \(bind: now))
-            ON CONFLICT (tenant_id, provider, id) DO UPDATE SET updated_at = excluded.updated_at
-            """).run()
-        return try await subscription(id)
-    }
-
-    func subscription(_ id: String) async throws -> StripeSubscriptionState? {
-        guard let row = try await db.raw("""
-            SELECT paid_through, ended_at FROM merchant_subscriptions
-            WHERE tenant_id = \(bind: tenantId) AND provider = \(bind: provider.rawValue) AND id = \(bind: id)
-            """).first() else { return nil }
-        return StripeSubscriptionState(paidThrough: try row.decode(column: "paid_through", as: Int64?.self), endedAt: try row.decode(column: "ended_at", as: Int64?.self))
-    }
-
-    /// Records an end; the earliest one reported stays.
-    func recordSubscriptionEnd(_ id: String, at endedAt: Int64) async throws {
-        try await db.raw("""
-            INSERT INTO merchant_subscriptions (tenant_id, provider, id, paid_through, ended_at, updated_at)
-            VALUES (\(bind: tenantId), \(bind: provider.rawValue), \(bind: id), NULL, \(bind: endedAt), \(bind: now))
-            ON CONFLICT (tenant_id, provider, id) DO UPDATE SET
-                ended_at = CASE WHEN merchant_subscriptions.ended_at IS NULL OR excluded.ended_at < merchant_subscriptions.ended_at
-                                THEN excluded.ended_at ELSE merchant_subscriptions.ended_at END,
-                updated_at = excluded.updated_at
-            """).run()
-    }
-
-    /// Records a paid period's end; the latest one reported stays.
-    func recordPaidThrough(_ id: String, _ paidThrough: Int64) async throws {
-        try await db.raw("""
-            INSERT INTO merchant_subscriptions (tenant_id, provider, id, paid_through, ended_at, updated_at)
-            VALUES (\(bind: tenantId), \(bind: provider.rawValue), \(bind: id), \(bind: paidThrough), NULL, \(bind: now))
-            ON CONFLICT (tenant_id, provider, id) DO UPDATE SET
-                paid_through = CASE WHEN merchant_subscriptions.paid_through IS NULL OR excluded.paid_through > merchant_subscriptions.paid_through
-                                    THEN excluded.paid_through ELSE merchant_subscriptions.paid_through END,
-                updated_at = excluded.updated_at
-            """).run()
-    }
-
-    /// Moves the subscription's licenses that expire later than `endedAt` (or never) back to it.
-    func expireLicenses(subscription: String, at endedAt: Int64) async throws -> [License] {
-        try await moveExpiry(subscription: subscription, to: endedAt, where: "(expires_at IS NULL OR expires_at > \(bind: endedAt))",
-                             action: "license.expire", type: .licenseExpired)
-    }
-
-    /// Moves the subscription's unrevoked licenses that expire earlier than `paidThrough` (or
-    /// have no expiry yet) forward to it.
-    func renewLicenses(subscription: String, to paidThrough: Int64) async throws -> [License] {
-        try await moveExpiry(subscription: subscription, to: paidThrough, where: "status <> 'revoked' AND (expires_at IS NULL OR expires_at < \(bind: paidThrough))",
-                             action: "license.renew", type: .licenseRenewed)
-    }
-
-    private func moveExpiry(subscription: String, to expiresAt: Int64, where condition: SQLQueryString, action: String, type: WebhookEventType) async throws -> [License] {
-        let licenses = try await db.raw("""
-            UPDATE licenses SET expires_at = \(bind: expiresAt), updated_at = \(bind: now)
-            WHERE tenant_id = \(bind: tenantId) AND payment_source = \(bind: provider.rawValue) AND payment_subscription_id = \(bind: subscription) AND \(condition)
-            RETURNING \(Database.licenseColumns)
-            """).all(decoding: License.self)
-        for license in licenses {
-            try await Database.audit(db, at: now, actor: actor, action: action, tenantId: tenantId, target: license.id, details: ["event": eventId, "expires_at": String(expiresAt)])
-            try await outbox.enqueue(WebhookEvent(type: type, tenantId: tenantId, at: now, data: .init(license: license, source: actor.name)), on: db)
-        }
-        return licenses
-    }
-
-    func hasLicenses(subscription: String) async throws -> Bool {
-        try await db.raw("""
-            SELECT id FROM licenses WHERE tenant_id = \(bind: tenantId) AND payment_source = \(bind: provider.rawValue) AND payment_subscription_id = \(bind: subscription) LIMIT 1
-            """).first() != nil
+    /// The subscriptions this provider has told of, and their licenses.
+    var subscriptions: SubscriptionBook {
+        SubscriptionBook(db: db, tenantId: tenantId, now: now, eventId: eventId, outbox: outbox, actor: actor, kind: .merchant(provider))
     }
 
     // MARK: Customers (Paddle names a customer, not an address)

@@ -69,12 +69,12 @@ struct StripeEventRules {
         let sealedKey = try sealer.seal(Data(newKey.text.utf8), context: StripeSealing.licenseKey(tenantId: tenantId, sessionId: sessionId))
         guard try await ledger.claimSession(sessionId, licenseId: licenseId, sealedKey: sealedKey) else { return .alreadyMinted }
         let subscription = Self.storable(object.subscription)
-        let state = try await subscription.asyncMap { try await ledger.lockSubscription($0) } ?? nil
+        let state = try await subscription.asyncMap { try await ledger.subscriptions.lock($0) } ?? nil
         let email = (object.customerDetails?.email ?? object.customerEmail)?.lowercased()
         var license = License(
             id: licenseId, tenantId: tenantId, productId: productId, keyTypeId: keyTypeId,
             keyHash: newKey.keyHash, maskedKey: newKey.masked, status: .active,
-            expiresAt: Self.firstExpiry(durationDays: keyType.durationDays, now: now, subscription: state),
+            expiresAt: SubscriptionState.firstExpiry(durationDays: keyType.durationDays, now: now, subscription: state),
             customerEmail: email, activeInstances: 0, createdAt: now, updatedAt: now,
             updatesUntil: keyType.updatesDays.map { now + Int64($0) * 86_400 }
         )
@@ -88,15 +88,6 @@ struct StripeEventRules {
             "source": "stripe", "checkout_session": sessionId, "product_id": productId, "key_type_id": keyTypeId, "masked_key": newKey.masked,
         ])
         return .minted
-    }
-
-    /// A new license's expiry: its key type's duration, unless events for its subscription came
-    /// first: then the latest period paid for (if later), and never past the subscription's end.
-    static func firstExpiry(durationDays: Int?, now: Int64, subscription: StripeSubscriptionState?) -> Int64? {
-        var expiresAt = durationDays.map { now + Int64($0) * 86_400 }
-        if let paidThrough = subscription?.paidThrough, expiresAt.map({ paidThrough > $0 }) ?? true { expiresAt = paidThrough }
-        if let endedAt = subscription?.endedAt { expiresAt = min(expiresAt ?? endedAt, endedAt) }
-        return expiresAt
     }
 
     /// The delayed payment never arrived: nothing is minted, and a license an earlier version
@@ -120,10 +111,7 @@ struct StripeEventRules {
     /// already did, and no later invoice revives them.
     private func subscriptionEnded() async throws -> StripeOutcome {
         guard let subscription = Self.storable(object.id) else { return .noLicense }
-        let endedAt = min(object.endedAt ?? event.created ?? now, now)
-        try await ledger.recordSubscriptionEnd(subscription, at: endedAt)
-        if try await !ledger.expireLicenses(subscription: subscription, at: endedAt).isEmpty { return .expired }
-        return try await ledger.hasLicenses(subscription: subscription) ? .stale : .noLicense
+        return Self.outcome(try await ledger.subscriptions.apply(.ended(at: object.endedAt ?? event.created ?? now), to: subscription))
     }
 
     /// Expiry moves only forward, to the latest period any invoice paid for (not this
@@ -132,12 +120,16 @@ struct StripeEventRules {
     /// from billing.
     private func invoicePaid() async throws -> StripeOutcome {
         guard let subscription = Self.storable(object.invoiceSubscription), let paidThrough = object.paidThrough else { return .ignored }
-        try await ledger.recordPaidThrough(subscription, paidThrough)
-        guard let state = try await ledger.subscription(subscription), state.endedAt == nil, let latest = state.paidThrough else {
-            return try await ledger.hasLicenses(subscription: subscription) ? .stale : .noLicense
+        return Self.outcome(try await ledger.subscriptions.apply(.paid(through: paidThrough), to: subscription))
+    }
+
+    static func outcome(_ effect: SubscriptionBook.Effect) -> StripeOutcome {
+        switch effect {
+        case .expired: .expired
+        case .renewed: .renewed
+        case .stale: .stale
+        case .noLicense: .noLicense
         }
-        if try await !ledger.renewLicenses(subscription: subscription, to: latest).isEmpty { return .renewed }
-        return try await ledger.hasLicenses(subscription: subscription) ? .stale : .noLicense
     }
 }
 
