@@ -79,3 +79,25 @@ import Testing
         #expect(EventJSON.unixSeconds(rfc3339: "2024-04-12T10:18:49") == nil)
     }
 }
+
+/// How Paddle's adjustments read: full only when Paddle says so.
+@Suite struct PaddleAdjustmentTests {
+    static func adjustment(_ json: String) -> MerchantAction? {
+        let body = #"{"event_id":"evt_1","event_type":"adjustment.updated","data":\#(json)}"#
+        return PaddleEvent.read(EventJSON.parse(Array(body.utf8))!)?.action
+    }
+
+    @Test func onlyAFullRefundOrAChargebackTakesEverything() {
+        // The SDK's own fixture: no adjustment type, one partial item.
+        #expect(Self.adjustment(#"{"action":"refund","status":"approved","type":null,"transaction_id":"txn_1","items":[{"type":"partial","amount":"100"}]}"#)
+            == .refund(orderId: "txn_1", full: false, reason: "paddle refund"))
+        #expect(Self.adjustment(#"{"action":"refund","status":"approved","type":"full","transaction_id":"txn_1","items":[]}"#)
+            == .refund(orderId: "txn_1", full: true, reason: "paddle refund"))
+        #expect(Self.adjustment(#"{"action":"refund","status":"approved","transaction_id":"txn_1","items":[{"type":"full"},{"type":"full"}]}"#)
+            == .refund(orderId: "txn_1", full: true, reason: "paddle refund"))
+        #expect(Self.adjustment(#"{"action":"chargeback","status":"approved","type":null,"transaction_id":"txn_1","items":[{"type":"partial"}]}"#)
+            == .refund(orderId: "txn_1", full: true, reason: "paddle chargeback"))
+        #expect(Self.adjustment(#"{"action":"refund","status":"pending_approval","type":"full","transaction_id":"txn_1"}"#) == .ignored(.ignored))
+        #expect(Self.adjustment(#"{"action":"credit","status":"approved","type":"full","transaction_id":"txn_1"}"#) == .ignored(.ignored))
+    }
+}

@@ -340,11 +340,29 @@ def paddle_checks(shop, looked_up):
         fail("a renewal did not extend, or a late one moved expiry back")
     if len([l for l in shop.licenses() if l.get("payment_order_id", "").startswith("txn_") and l["key_type_id"] == "sub"]) != 1:
         fail("a renewal transaction minted a license")
+    # A subscription event carries a period nobody has paid for yet (past_due): nothing moves.
+    unpaid = later + 30 * DAY
+    shop.expect(shop.paddle(paddle_event("subscription.past_due", {"id": sub_id, "status": "past_due", "current_billing_period": {"starts_at": iso(later), "ends_at": iso(unpaid)}, "items": []})), "stale", "past_due")
+    if abs(shop.by_order(txn_sub)[0]["expires_at"] - later) > 1:
+        fail("a past_due subscription event extended the license")
+    # A renewal without the origin Paddle names renewals by still renews (a subscription mints once).
+    odd = "txn_" + unique()[:26]
+    shop.expect(shop.paddle(paddle_transaction(shop, odd, sub, subscription=sub_id, ends=unpaid, origin="api")), "renewed", "renewal with another origin")
+    # Refunding that renewal takes its period back: the licenses expire now; refunded first, a renewal extends nothing.
+    shop.expect(shop.paddle(paddle_adjustment(odd)), "expired", "refund of a renewal")
+    if shop.by_order(txn_sub)[0]["expires_at"] > int(time.time()):
+        fail("a refunded renewal left its period granted")
+    early_renewal = "txn_" + unique()[:26]
+    shop.expect(shop.paddle(paddle_adjustment(early_renewal)), "no_license", "refund before its renewal")
+    shop.expect(shop.paddle(paddle_transaction(shop, early_renewal, sub, subscription=sub_id, ends=unpaid + 30 * DAY, origin="subscription_recurring")), "refunded", "renewal after its refund")
+    shop.expect(shop.paddle(paddle_transaction(shop, "txn_" + unique()[:26], sub, subscription=sub_id, ends=unpaid, origin="subscription_recurring")), "renewed", "next paid renewal")
+    if abs(shop.by_order(txn_sub)[0]["expires_at"] - unpaid) > 1:
+        fail("a paid renewal after a refunded one did not extend")
     canceled = int(time.time()) - 60
     shop.expect(shop.paddle(paddle_event("subscription.canceled", {"id": sub_id, "status": "canceled", "canceled_at": iso(canceled), "current_billing_period": None, "items": []})), "expired", "cancel")
     if shop.by_order(txn_sub)[0]["expires_at"] > int(time.time()):
         fail("a canceled subscription's license did not lapse")
-    ok("Paddle: subscription mints to the period end, renewals extend (never back, never a new license), canceled ends")
+    ok("Paddle: subscription mints to the period end, paid renewals extend (never back, never a new license, not on past_due), a refunded renewal takes its period back, canceled ends")
 
     # 5. No address in the transaction: the customer's, by customer event or by API lookup.
     customer, buyer2 = "ctm_" + unique()[:26], f"{unique('cust')[:14]}@buyer.example"
@@ -445,10 +463,19 @@ def lemon_checks(shop):
     if abs(license["expires_at"] - renews) > 1:
         fail(f"Lemon Squeezy subscription license expires {license['expires_at']}, expected {renews}")
     shop.expect(shop.lemon(lemon_subscription(sub_id, sub_order, sub, "active", renews=renews + 30 * DAY)), "renewed", "renewal")
+    shop.expect(shop.lemon(lemon_subscription(sub_id, sub_order, sub, "past_due", renews=renews + 60 * DAY)), "stale", "past_due")
+    if abs(shop.by_order(str(sub_order))[0]["expires_at"] - (renews + 30 * DAY)) > 1:
+        fail("a past_due Lemon Squeezy subscription extended its license")
+    invoice = {"meta": {"event_name": "subscription_payment_refunded"}, "data": {"type": "subscription-invoices", "id": str(uuid.uuid4().int % 10**9), "attributes": {
+        "subscription_id": sub_id, "customer_id": 7, "user_email": "s@buyer.example", "billing_reason": "renewal", "status": "refunded", "refunded": True, "total": 999}}}
+    shop.expect(shop.lemon(invoice), "expired", "subscription_payment_refunded")
+    if shop.by_order(str(sub_order))[0]["expires_at"] > int(time.time()):
+        fail("a refunded Lemon Squeezy renewal left its period granted")
+    shop.expect(shop.lemon(lemon_subscription(sub_id, sub_order, sub, "active", renews=renews + 90 * DAY)), "renewed", "paid again")
     shop.expect(shop.lemon(lemon_subscription(sub_id, sub_order, sub, "expired", ends=int(time.time()) - 10, event="subscription_expired")), "expired", "expired")
     if shop.by_order(str(sub_order))[0]["expires_at"] > int(time.time()):
         fail("an expired subscription's license did not lapse")
-    ok("Lemon Squeezy: a subscription told before its order still governs it; renewals extend; expired ends")
+    ok("Lemon Squeezy: a subscription told before its order still governs it; paid renewals extend (past_due does not); a refunded renewal takes its period back; expired ends")
 
     shop.refused(shop.lemon(lemon_order(uuid.uuid4().int % 10**9, pro), secret="wrong-secret"), "wrong secret")
     shop.refused(call("POST", f"/lemonsqueezy/webhook/{shop.id}", raw=b"{}", headers={"X-Signature": "0" * 64}), "bad signature")
@@ -499,13 +526,21 @@ def polar_checks(shop):
     shop.expect(shop.polar(polar_order(order_s, sub, email_=f"{unique('ps')[:12]}@buyer.example", reason="subscription_create", subscription=sub_id, period_end=end)), "minted", "subscription order")
     if abs(shop.by_order(order_s)[0]["expires_at"] - end) > 1:
         fail("Polar subscription license does not run to the period end")
-    shop.expect(shop.polar(polar_order(str(uuid.uuid4()), sub, reason="subscription_cycle", subscription=sub_id, period_end=end + 30 * DAY)), "renewed", "cycle")
+    cycle = str(uuid.uuid4())
+    shop.expect(shop.polar(polar_order(cycle, sub, reason="subscription_cycle", subscription=sub_id, period_end=end + 30 * DAY)), "renewed", "cycle")
+    # Polar moves the period before the cycle's order is paid: a subscription event extends nothing.
+    shop.expect(shop.polar(polar_subscription(sub_id, sub, "active", period_end=end + 60 * DAY)), "stale", "subscription.updated")
+    if abs(shop.by_order(order_s)[0]["expires_at"] - (end + 30 * DAY)) > 1:
+        fail("a Polar subscription event extended the license")
+    shop.expect(shop.polar(polar_order(cycle, sub, status="refunded", event="order.refunded")), "expired", "refunded cycle")
+    if shop.by_order(order_s)[0]["expires_at"] > int(time.time()):
+        fail("a refunded Polar cycle left its period granted")
     if len([l for l in shop.licenses() if l["key_type_id"] == "sub" and l["payment_source"] == "polar"]) != 1:
         fail("a subscription_cycle order minted a license")
     shop.expect(shop.polar(polar_subscription(sub_id, sub, "canceled", ended=int(time.time()) - 5, event="subscription.revoked")), "expired", "revoked")
     if shop.by_order(order_s)[0]["expires_at"] > int(time.time()):
         fail("a revoked Polar subscription's license did not lapse")
-    ok("Polar: subscription orders mint to the period end, cycles extend, subscription.revoked ends")
+    ok("Polar: subscription orders mint to the period end, paid cycles extend (subscription events do not), a refunded cycle takes its period back, subscription.revoked ends")
 
     shop.refused(shop.polar(polar_order(str(uuid.uuid4()), pro), secret="whsec_wrong0000000000000000000000000000000"), "wrong secret")
     shop.refused(shop.polar(polar_order(str(uuid.uuid4()), pro), at=datetime.fromtimestamp(time.time() - 400, timezone.utc)), "stale")

@@ -11,7 +11,9 @@ import KeylightCore
 /// - `order_created` with status `paid`: `first_order_item.quantity` licenses of the key type
 ///   mapped to its `variant_id`, mailed to `user_email`.
 /// - `order_refunded`: `refunded` (or status `refunded`) revokes; a partial refund is recorded.
-/// - `subscription_*`: `renews_at` (or, cancelled, `ends_at`) renews; `expired` ends.
+/// - `subscription_*`: an `active` or `on_trial` one's `renews_at` (a `cancelled` one's `ends_at`)
+///   renews, Lemon Squeezy moving it only once the payment is in (`past_due` and `unpaid` extend
+///   nothing); `expired` ends. `subscription_payment_refunded` expires its licenses now.
 /// - Test-mode events are refused unless the tenant's settings accept them.
 enum LemonSqueezyEvent {
     static func deliveryId(of body: [UInt8]) -> String { "sha256:" + Hex.encode(SHA256.hash(data: Data(body))) }
@@ -40,6 +42,10 @@ enum LemonSqueezyEvent {
             guard data["type"].string == "orders", let order = data["id"].id else { return .ignored(.ignored) }
             let full = attributes["refunded"].bool == true || attributes["status"].string == "refunded"
             return .refund(orderId: order, full: full, reason: "lemonsqueezy order_refunded")
+        case "subscription_payment_refunded":
+            guard data["type"].string == "subscription-invoices", let subscription = attributes["subscription_id"].id else { return .ignored(.ignored) }
+            guard attributes["refunded"].bool == true || attributes["status"].string == "refunded" else { return .ignored(.partialRefund) }
+            return .renewalRefunded(subscription: subscription, reason: "lemonsqueezy subscription_payment_refunded")
         case _ where type.hasPrefix("subscription_") && data["type"].string == "subscriptions":
             guard let subscription = data["id"].id else { return .ignored(.ignored) }
             let order = attributes["order_id"].id
@@ -48,7 +54,7 @@ enum LemonSqueezyEvent {
                 return .subscription(MerchantSubscriptionUpdate(id: subscription, orderId: order, ended: true, endedAt: attributes["ends_at"].time))
             case "cancelled":
                 return .subscription(MerchantSubscriptionUpdate(id: subscription, orderId: order, paidThrough: attributes["ends_at"].time ?? attributes["renews_at"].time))
-            case "active", "on_trial", "past_due":
+            case "active", "on_trial":
                 return .subscription(MerchantSubscriptionUpdate(id: subscription, orderId: order, paidThrough: attributes["renews_at"].time ?? attributes["trial_ends_at"].time))
             default:
                 return .subscription(MerchantSubscriptionUpdate(id: subscription, orderId: order))

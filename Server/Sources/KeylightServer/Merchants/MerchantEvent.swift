@@ -15,8 +15,12 @@ enum MerchantAction: Sendable, Equatable {
     case purchase(MerchantPurchase)
     /// What a subscription has paid for, or that it ended.
     case subscription(MerchantSubscriptionUpdate)
-    /// An order refunded or charged back: in full (its licenses are revoked) or in part (recorded).
+    /// An order refunded or charged back: in full (its licenses are revoked; a subscription's
+    /// renewal payment, its licenses expire now) or in part (recorded).
     case refund(orderId: String, full: Bool, reason: String)
+    /// A subscription's latest payment refunded, named by the subscription (Lemon Squeezy's
+    /// invoices): its licenses expire now.
+    case renewalRefunded(subscription: String, reason: String)
     /// A customer's address (Paddle names customers by id in its transactions).
     case customer(id: String, email: String)
     /// Nothing for Keylight to do; the reason is the outcome recorded.
@@ -44,6 +48,9 @@ struct MerchantSubscriptionUpdate: Sendable, Equatable {
     /// The order that started it, when the event names one (Lemon Squeezy's orders do not name
     /// their subscription; its subscriptions name their order).
     var orderId: String?
+    /// The renewal payment (transaction, order) this update comes from, when it is one: recorded
+    /// so a refund of it can take the period back, and so one refunded first extends nothing.
+    var paymentId: String?
     var paidThrough: Int64?
     /// The subscription has ended: access stops at `endedAt` (or when the event is applied).
     var ended = false

@@ -21,6 +21,7 @@ struct MerchantEventRules {
         case .purchase(let purchase): try await mint(purchase)
         case .subscription(let update): try await subscription(update)
         case .refund(let orderId, let full, let reason): try await refund(orderId, full: full, reason: reason)
+        case .renewalRefunded(let subscription, _): try await expireNow(subscription)
         case .customer(let id, let email): try await customer(id, email: email)
         case .ignored(let outcome): outcome
         }
@@ -30,6 +31,11 @@ struct MerchantEventRules {
 
     /// One license per quantity of each mapped item, once per order, for money received.
     private func mint(_ purchase: MerchantPurchase) async throws -> MerchantOutcome {
+        // A payment for a subscription that has its licenses already is a renewal, whatever the
+        // event calls it: a subscription mints once.
+        if let subscription = purchase.subscriptionId, try await ledger.subscriptions.hasLicenses(subscription) {
+            return try await self.subscription(MerchantSubscriptionUpdate(id: subscription, paymentId: purchase.orderId, paidThrough: purchase.paidThrough))
+        }
         var lines: [(keyType: KeyType, prefix: String, quantity: Int)] = []
         for item in purchase.items where item.quantity > 0 {
             if let (keyType, prefix) = try await ledger.keyType(mappingId: item.mappingId) { lines.append((keyType, prefix, item.quantity)) }
@@ -76,7 +82,8 @@ struct MerchantEventRules {
         if let email = purchase.email.flatMap(Self.plainAddress) { return email }
         guard let customer = purchase.customerId else { return nil }
         if let known = try await ledger.customerEmail(customer) { return known }
-        try await ledger.awaitCustomer(customer)
+        // Only Paddle's events leave the address out; the others' are the buyer's own.
+        if ledger.provider == .paddle { try await ledger.awaitCustomer(customer) }
         return nil
     }
 
@@ -87,10 +94,18 @@ struct MerchantEventRules {
 
     // MARK: Refunds
 
+    /// A refunded purchase revokes its licenses; a refunded renewal payment takes its period
+    /// back (the subscription's licenses expire now; a later paid renewal extends them again).
     private func refund(_ orderId: String, full: Bool, reason: String) async throws -> MerchantOutcome {
         guard full else { return .partialRefund }
-        try await ledger.recordRefund(orderId)
+        let prior = try await ledger.recordRefund(orderId)
+        if prior.status == "renewal", let subscription = prior.subscriptionId { return try await expireNow(subscription) }
         return try await ledger.revoke(order: orderId, reason: reason) ? .revoked : .noLicense
+    }
+
+    private func expireNow(_ subscription: String) async throws -> MerchantOutcome {
+        if try await !ledger.subscriptions.expireLicenses(subscription, at: now).isEmpty { return .expired }
+        return try await ledger.subscriptions.hasLicenses(subscription) ? .stale : .noLicense
     }
 
     // MARK: Subscriptions
@@ -100,6 +115,13 @@ struct MerchantEventRules {
     /// to it (clamped to now), once.
     private func subscription(_ update: MerchantSubscriptionUpdate) async throws -> MerchantOutcome {
         if let order = update.orderId { try await ledger.linkOrder(order, subscription: update.id) }
+        if let payment = update.paymentId {
+            switch try await ledger.recordRenewal(payment, subscription: update.id) {
+            case .recorded: break
+            case .refunded: return .refunded
+            case .alreadyMinted: return .alreadyMinted
+            }
+        }
         let change: SubscriptionBook.Change
         if update.ended {
             change = .ended(at: update.endedAt ?? now)

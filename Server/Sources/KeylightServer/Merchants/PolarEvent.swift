@@ -4,7 +4,9 @@
 ///   to its `product_id`, mailed to `customer.email`. A subscription's later orders
 ///   (`billing_reason` `subscription_cycle`/`subscription_update`) renew it instead.
 /// - `order.refunded`: status `refunded` revokes; `partially_refunded` is recorded.
-/// - `subscription.*`: `current_period_end` renews; `revoked` (or an ended, canceled one) ends.
+/// - `subscription.*`: `revoked` (or an ended, canceled one) ends. Nothing else in them extends a
+///   license: Polar moves the period (`subscription.cycled`, `.updated`) before the renewal
+///   order is paid, so only a paid order does.
 enum PolarEvent {
     static let renewalReasons: Set<String> = ["subscription_cycle", "subscription_update"]
 
@@ -21,7 +23,7 @@ enum PolarEvent {
             let subscription = data["subscription_id"].id
             let paidThrough = data["subscription"]["current_period_end"].time
             if let subscription, let reason = data["billing_reason"].string, renewalReasons.contains(reason) {
-                return .subscription(MerchantSubscriptionUpdate(id: subscription, paidThrough: paidThrough))
+                return .subscription(MerchantSubscriptionUpdate(id: subscription, paymentId: order, paidThrough: paidThrough))
             }
             guard let product = data["product_id"].id ?? data["product"]["id"].id else { return .ignored(.ignored) }
             return .purchase(MerchantPurchase(
@@ -37,12 +39,7 @@ enum PolarEvent {
             if type == "subscription.revoked" || (ended != nil && ["canceled", "unpaid", "incomplete_expired"].contains(data["status"].string ?? "")) {
                 return .subscription(MerchantSubscriptionUpdate(id: subscription, ended: true, endedAt: ended ?? data["ends_at"].time))
             }
-            switch data["status"].string {
-            case "active", "trialing", "past_due":
-                return .subscription(MerchantSubscriptionUpdate(id: subscription, paidThrough: data["current_period_end"].time))
-            default:
-                return .subscription(MerchantSubscriptionUpdate(id: subscription))
-            }
+            return .subscription(MerchantSubscriptionUpdate(id: subscription))
         default:
             return .ignored(.ignored)
         }

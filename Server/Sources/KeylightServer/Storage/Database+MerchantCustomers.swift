@@ -16,7 +16,8 @@ extension Database {
     /// Takes due lookups of Paddle customers, for tenants with a Paddle API key, each for a
     /// lease (one looker per customer, across processes).
     func claimCustomerLookups(now: Int64, limit: Int, lease: Int64) async throws -> [CustomerLookup] {
-        let skipLocked = SQLQueryString(capabilities.rowLockClause.map { " \($0) SKIP LOCKED" } ?? "")
+        // Only the customer rows: the tenant's settings row joined in stays free for its PUT.
+        let skipLocked = SQLQueryString(capabilities.rowLockClause.map { " \($0) OF c SKIP LOCKED" } ?? "")
         let paddle = MerchantProvider.paddle.rawValue
         return try await write { db in
             try await db.raw("""

@@ -15,6 +15,9 @@ struct MerchantLedger: Sendable {
     /// The event being applied, named in audit entries.
     let eventId: String
     let outbox: WebhookOutbox?
+    /// ` FOR UPDATE OF merchant_orders` where the database locks rows (PostgreSQL); empty on SQLite,
+    /// whose writers are serialised whole.
+    var orderLock: SQLQueryString = ""
     var actor: AuditActor { provider.actor }
 
     // MARK: Catalogue
@@ -57,14 +60,59 @@ struct MerchantLedger: Sendable {
         return status == "refunded" ? .refunded : .alreadyMinted
     }
 
-    /// Marks an order refunded, whether or not its purchase has arrived: a purchase that comes
-    /// later mints nothing.
-    func recordRefund(_ orderId: String) async throws {
-        try await db.raw("""
+    /// What an order was before a refund reached it: a purchase (`minted`), a subscription's
+    /// renewal payment (`renewal`, with its subscription), or nothing yet.
+    struct RefundedOrder: Sendable, Equatable {
+        var status: String?
+        var subscriptionId: String?
+    }
+
+    /// Marks an order refunded, whether or not its payment has arrived (a purchase or renewal
+    /// that comes later then grants nothing), and answers what it was. The row is locked first,
+    /// so a payment being recorded at the same moment is either seen here or sees the refund.
+    func recordRefund(_ orderId: String) async throws -> RefundedOrder {
+        let key: SQLQueryString = "tenant_id = \(bind: tenantId) AND provider = \(bind: provider.rawValue) AND id = \(bind: orderId)"
+        var prior = RefundedOrder()
+        for _ in 0..<2 {
+            if let row = try await db.raw("SELECT status, subscription_id FROM merchant_orders WHERE \(key)\(orderLock)").first() {
+                prior = RefundedOrder(status: try row.decode(column: "status", as: String.self), subscriptionId: try row.decode(column: "subscription_id", as: String?.self))
+                try await db.raw("UPDATE merchant_orders SET status = 'refunded', updated_at = \(bind: now) WHERE \(key)").run()
+                return prior
+            }
+            let inserted = try await db.raw("""
+                INSERT INTO merchant_orders (tenant_id, provider, id, status, licenses, subscription_id, created_at, updated_at)
+                VALUES (\(bind: tenantId), \(bind: provider.rawValue), \(bind: orderId), 'refunded', 0, NULL, \(bind: now), \(bind: now))
+                ON CONFLICT (tenant_id, provider, id) DO NOTHING RETURNING id
+                """).first()
+            if inserted != nil { return prior }
+            // Another transaction wrote the row between the two statements: read it again, locked.
+        }
+        return prior
+    }
+
+    enum RenewalRecord: Sendable, Equatable {
+        case recorded
+        /// The payment was refunded before it arrived.
+        case refunded
+        /// The payment is a purchase that minted (delivered again under another event).
+        case alreadyMinted
+    }
+
+    /// Records a subscription's renewal payment, once, so a refund of it can find its subscription.
+    func recordRenewal(_ paymentId: String, subscription: String) async throws -> RenewalRecord {
+        if try await db.raw("""
             INSERT INTO merchant_orders (tenant_id, provider, id, status, licenses, subscription_id, created_at, updated_at)
-            VALUES (\(bind: tenantId), \(bind: provider.rawValue), \(bind: orderId), 'refunded', 0, NULL, \(bind: now), \(bind: now))
-            ON CONFLICT (tenant_id, provider, id) DO UPDATE SET status = 'refunded', updated_at = excluded.updated_at
-            """).run()
+            VALUES (\(bind: tenantId), \(bind: provider.rawValue), \(bind: paymentId), 'renewal', 0, \(bind: subscription), \(bind: now), \(bind: now))
+            ON CONFLICT (tenant_id, provider, id) DO NOTHING RETURNING id
+            """).first() != nil { return .recorded }
+        let status = try await db.raw("""
+            SELECT status FROM merchant_orders WHERE tenant_id = \(bind: tenantId) AND provider = \(bind: provider.rawValue) AND id = \(bind: paymentId)
+            """).first(decodingColumn: "status", as: String.self)
+        switch status {
+        case "refunded": return .refunded
+        case "minted": return .alreadyMinted
+        default: return .recorded
+        }
     }
 
     /// Ties an order to its subscription (Lemon Squeezy tells it on the subscription): the
@@ -138,6 +186,9 @@ struct MerchantLedger: Sendable {
             ON CONFLICT (tenant_id, provider, id) DO UPDATE SET
                 status = CASE WHEN merchant_customers.email IS NULL THEN 'pending' ELSE merchant_customers.status END,
                 next_attempt_at = CASE WHEN merchant_customers.email IS NULL THEN excluded.next_attempt_at ELSE merchant_customers.next_attempt_at END,
+                attempts = CASE WHEN merchant_customers.email IS NULL THEN 0 ELSE merchant_customers.attempts END,
+                created_at = CASE WHEN merchant_customers.email IS NULL THEN excluded.created_at ELSE merchant_customers.created_at END,
+                last_error = CASE WHEN merchant_customers.email IS NULL THEN NULL ELSE merchant_customers.last_error END,
                 updated_at = excluded.updated_at
             """).run()
     }

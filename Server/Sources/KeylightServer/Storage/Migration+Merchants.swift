@@ -75,7 +75,7 @@ extension Migration {
             .column("updated_at", type: .bigint, .notNull)
             .primaryKey("tenant_id", "provider", "id")
             .run()
-        try await db.create(index: "merchant_customers_due").on("merchant_customers").column("status").column("next_attempt_at").run()
+        try await db.create(index: "merchant_customers_due").on("merchant_customers").column("provider").column("status").column("next_attempt_at").run()
         try await db.addColumns(to: "licenses", [
             ("payment_source", .text), ("payment_order_id", .text), ("payment_subscription_id", .text), ("payment_customer_id", .text),
         ])
