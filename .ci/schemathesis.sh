@@ -132,6 +132,7 @@ healthy || { echo "CI: keylight serve --webhook-allow-private did not answer /he
 # ---------------------------------------------------------------- seed
 cat > "$work/seed.py" <<'PY'
 """Seeds what positive and stateful tests need, and prints the values the config binds (JSON)."""
+MERCHANT_SECRETS = {"paddle": "pdl_ntfset_01schemathesis_ci", "lemonsqueezy": "lemon-schemathesis-ci", "polar": "whsec_schemathesisPolarCi0123456789"}
 import json, os, sys, urllib.request
 
 base, token = os.environ["KL_BASE"], os.environ["KL_ADMIN_TOKEN"]
@@ -189,6 +190,9 @@ sdk_keys = [active["license_key"]] * 3 + [fallback["license_key"], expired["lice
 playground = [mint({"key_type_id": "pro"}), mint({"key_type_id": "basic", "customer_email": "linus@example.com"}), mint({"key_type_id": "pro"}, "suspend")]
 admin_instances = [activate(playground[0]["license_key"], 9)]
 call("PUT", "/admin/v1/tenants/acme/stripe", {"webhook_secret": os.environ["KL_STRIPE_WEBHOOK_SECRET"], "secret_key": os.environ["KL_STRIPE_SECRET_KEY"]})
+# Merchants of record (their webhooks are signed by the hooks with these secrets).
+for provider in ("paddle", "lemonsqueezy", "polar"):
+    call("PUT", f"/admin/v1/tenants/acme/{provider}", {"webhook_secret": MERCHANT_SECRETS[provider]})
 # Well-formed offline files for the seeded product (protocol 6.4): requests from a few machines, and
 # proofs naming seeded instances (signed by no device key of theirs, so answered 422 INVALID_PROOF).
 import base64
@@ -312,8 +316,8 @@ parameters = {{ "path.id" = {{ dictionary = "admin_license_ids", probability = 0
 PY
 
 cat > "$work/hooks.py" <<'PY'
-"""Signs Stripe webhook test cases and gives checkout test cases a valid checkout key."""
-import hashlib, hmac, json, os, time
+"""Signs Stripe's and the merchants' webhook test cases and gives checkout test cases a valid checkout key."""
+import base64, hashlib, hmac, json, os, time
 from urllib.parse import quote
 
 import requests
@@ -326,6 +330,37 @@ SECRET_KEY = os.environ["KL_STRIPE_SECRET_KEY"]
 PLACEHOLDER = "Bearer kl_checkout_placeholder"
 PRODUCT_PREFIX = "ACME"  # the seeded product's key_prefix
 session = requests.Session()
+MERCHANT_SECRETS = {"paddle": "pdl_ntfset_01schemathesis_ci", "lemonsqueezy": "lemon-schemathesis-ci", "polar": "whsec_schemathesisPolarCi0123456789"}
+# The header each merchant signs in; a case without it stays unsigned.
+MERCHANT_HEADERS = {"paddle": "Paddle-Signature", "lemonsqueezy": "X-Signature", "polar": "webhook-signature"}
+
+
+def raw_body(case):
+    body = case.body
+    if isinstance(body, (bytes, bytearray)):
+        return bytes(body)
+    if body is None or type(body).__name__ == "NotSet":
+        return b""
+    return json.dumps(body).encode()
+
+
+def sign_merchant(provider, case, headers, kwargs):
+    """Signs a merchant webhook case as its provider does, with the tenant's secret (re)set to a known one."""
+    secret = MERCHANT_SECRETS[provider]
+    tenant = case.path_parameters.get("tenantId")
+    session.put(f"{BASE}/admin/v1/tenants/{tenant_path(tenant)}/{provider}", headers=ADMIN, json={"webhook_secret": secret}, timeout=10)
+    raw = raw_body(case)
+    kwargs["data"] = raw
+    now = str(int(time.time()))
+    if provider == "paddle":
+        headers["Paddle-Signature"] = f"ts={now};h1=" + hmac.new(secret.encode(), now.encode() + b":" + raw, hashlib.sha256).hexdigest()
+    elif provider == "lemonsqueezy":
+        headers["X-Signature"] = hmac.new(secret.encode(), raw, hashlib.sha256).hexdigest()
+    else:
+        delivery = str(headers.get("webhook-id") or "ci-delivery")
+        headers["webhook-timestamp"] = now
+        digest = hmac.new(secret.encode(), delivery.encode() + b"." + now.encode() + b"." + raw, hashlib.sha256).digest()
+        headers["webhook-signature"] = "v1," + base64.b64encode(digest).decode()
 
 
 def tenant_path(value):
@@ -336,7 +371,12 @@ def tenant_path(value):
 def before_call(context, case, kwargs):
     path = case.operation.path
     headers = case.headers if case.headers is not None else {}
-    if path == "/stripe/webhook/{tenantId}" and case.method.upper() == "POST" and "Stripe-Signature" in headers:
+    provider = path.split("/")[1] if path.endswith("/webhook/{tenantId}") else None
+    # Polar signs three headers: a case missing any of them stays as generated (its 400 is the point).
+    complete = provider != "polar" or all(name in headers for name in ("webhook-id", "webhook-timestamp"))
+    if provider in MERCHANT_HEADERS and case.method.upper() == "POST" and MERCHANT_HEADERS[provider] in headers and complete:
+        sign_merchant(provider, case, headers, kwargs)
+    elif path == "/stripe/webhook/{tenantId}" and case.method.upper() == "POST" and "Stripe-Signature" in headers:
         # A signature that matches the body: the tenant's webhook secret is (re)set to a known one first,
         # since other test cases may change it. A case without the header stays unsigned.
         tenant = case.path_parameters.get("tenantId")

@@ -60,7 +60,7 @@ extension AdminService {
     ) async throws -> MerchantSettings {
         _ = try await requireTenant(tenantId)
         let secret = try Field.optional(webhookSecret.flatMap { $0.isEmpty ? nil : $0 }, "webhook_secret", max: 256)
-        if provider == .lemonSqueezy, let secret, secret.utf8.count < 6 {
+        if provider == .lemonSqueezy, let secret, secret.unicodeScalars.count < 6 {
             throw APIError.invalidRequest("Field webhook_secret must be at least 6 characters (Lemon Squeezy's own minimum).")
         }
         var keyChange = StripeSecretChange.keep

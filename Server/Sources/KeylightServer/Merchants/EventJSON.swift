@@ -38,6 +38,12 @@ struct EventJSON: @unchecked Sendable {
         return text
     }
 
+    /// A non-empty string id of at most 255 bytes (where the provider's ids are never numbers).
+    var stringId: String? {
+        guard let text = value as? String, !text.isEmpty, text.utf8.count <= 255 else { return nil }
+        return text
+    }
+
     /// JSON's true and false (Foundation bridges 0 and 1 to Bool too, so the number's type decides).
     private var isBoolean: Bool {
         (value as? NSNumber).map { String(cString: $0.objCType) == "c" } ?? false

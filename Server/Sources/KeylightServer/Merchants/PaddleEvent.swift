@@ -22,7 +22,7 @@ enum PaddleEvent {
     }
 
     static func read(_ json: EventJSON) -> MerchantEvent? {
-        guard let id = json["event_id"].id, let type = json["event_type"].string, !type.isEmpty, type.utf8.count <= 255, json["data"].isObject else { return nil }
+        guard let id = json["event_id"].stringId, let type = json["event_type"].string, !type.isEmpty, type.utf8.count <= 255, json["data"].isObject else { return nil }
         return MerchantEvent(id: id, type: type, action: action(type: type, data: json["data"], occurredAt: json["occurred_at"].time))
     }
 
