@@ -277,6 +277,16 @@ include-operation-id = "sdkOfflineDeactivate"
 parameters = {{ "path.tenantId" = "acme", "path.productId" = "app", "body.license_key" = {{ dictionary = "sdk_license_keys", probability = 0.8 }}, "body.proof" = {{ dictionary = "offline_proofs", probability = 0.8 }} }}
 checks.positive_data_acceptance.expected-statuses = ["2xx", 400, 401, 403, 404, 409, 422, 429, "5xx"]
 
+# App Store: a schema-valid signed_transaction is still not one Apple signed (no schema can say so): 422.
+[[operations]]
+include-operation-id = "sdkAppStoreActivate"
+parameters = {{ "path.tenantId" = "acme", "path.productId" = "app" }}
+checks.positive_data_acceptance.expected-statuses = ["2xx", 401, 403, 404, 409, 422, 429, "5xx"]
+[[operations]]
+include-operation-id = "appStoreNotifications"
+parameters = {{ "path.tenantId" = "acme" }}
+checks.positive_data_acceptance.expected-statuses = ["2xx", 401, 403, 404, 409, 422, 429, "5xx"]
+
 [[operations]]
 include-operation-id = ["sdkKeyless", "sdkConfig", "tenantKeyset"]
 parameters = {{ "path.tenantId" = "acme", "path.productId" = "app" }}

@@ -21,6 +21,8 @@ public struct KeylightError: Error, Hashable, Sendable, CustomStringConvertible 
     public static let untrustedLease = Self(code: "UNTRUSTED_LEASE", message: "The server's lease is not signed by a key this app trusts.")
     /// The server refused the request; `code` is the server's (for example `ACTIVATION_LIMIT_REACHED`).
     public static func server(code: String, message: String) -> Self { Self(code: code, message: message) }
+    /// No verified App Store transaction of this app was found to exchange.
+    public static let noAppStorePurchase = Self(code: "NO_APPSTORE_PURCHASE", message: "No App Store purchase of this app was found on this device.")
     /// There is no license to deactivate.
     public static let notActivated = Self(code: "NOT_ACTIVATED", message: "No license is active on this device.")
     /// An offline activation response or deactivation proof that cannot be used here; the message says why.

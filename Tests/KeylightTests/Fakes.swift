@@ -121,6 +121,13 @@ final class FakeServer: Transport, @unchecked Sendable {
         let configObject = try JSONSerialization.jsonObject(with: JSONEncoder().encode(config)) as! [String: Any]
         var body: [String: Any]
         switch action {
+        case "activate" where request.path.hasSuffix("/appstore/activate"):
+            // A StoreKit transaction's license: the key comes back with the activation.
+            guard fields["signed_transaction"]?.split(separator: ".").count == 3 else {
+                return TransportResponse(status: 422, body: Data(#"{"activated":false,"error":"bad","code":"APPSTORE_SIGNATURE_INVALID"}"#.utf8))
+            }
+            body = ["activated": true, "instance_id": "instance-1", "license_expires_at": NSNull(), "license_key": Fixture.key,
+                    "lease": try lease(key: Fixture.key, instance: "instance-1")]
         case "activate":
             body = ["activated": true, "instance_id": "instance-1", "license_expires_at": licenseExpiresAt ?? NSNull(), "lease": try lease(key: fields["license_key"] ?? "", instance: "instance-1")]
         case "validate":

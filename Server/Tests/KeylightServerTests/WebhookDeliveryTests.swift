@@ -33,7 +33,9 @@ import Testing
 
             // The healthy endpoint is served while the dripping one is still being read.
             #expect(try await eventually { healthy.requests.count == 1 })
-            #expect(drip.requests == 1)
+            // Both attempts start together; on a loaded machine the dripping one may reach its
+            // receiver a moment after the healthy one is answered.
+            #expect(try await eventually { drip.requests == 1 })
             let slow = try #require(try await client.database.webhookDeliveries(tenantId: "acme", endpointId: dripping.id, limit: 5).first)
             #expect(slow.status == .pending && slow.lastError == nil)
             let lockedUntil = try #require(try await client.database.sql.raw("SELECT locked_until FROM webhook_deliveries WHERE id = \(bind: slow.id)")

@@ -58,6 +58,20 @@ struct KeylightClient: Sendable {
         return await post("activate", body)
     }
 
+    /// An App Store exchange's answer: an activation, plus the license's key.
+    struct AppStoreActivateBody: Decodable, Sendable {
+        var instance_id: String
+        var license_expires_at: Int64?
+        var lease: Lease
+        var heartbeat_seconds: Int?
+        var over_limit: Bool?
+        var license_key: String
+    }
+
+    func activate(appStoreTransaction: String, instanceName: String, machineHash: String) async -> Exchange<AppStoreActivateBody> {
+        await post("appstore/activate", ["signed_transaction": appStoreTransaction, "instance_name": instanceName, "machine_hash": machineHash])
+    }
+
     func validate(key: String, instanceId: String, machineHash: String) async -> Exchange<ValidateBody> {
         await post("validate", ["license_key": key, "instance_id": instanceId, "machine_hash": machineHash])
     }

@@ -65,6 +65,9 @@ struct ServeCommand: AsyncParsableCommand {
     @Option(help: "Stripe's API base URL (also KEYLIGHT_STRIPE_API_BASE); point it at a test server that speaks Stripe's wire format.")
     var stripeAPIBase: String?
 
+    @Option(help: "A PEM file of App Store root certificates that replaces Apple Root CA - G3 (repeatable): for tests and local tooling only.")
+    var appstoreRootCert: [String] = []
+
     @Option(help: "Paddle's API base URL for buyers' addresses (also KEYLIGHT_PADDLE_API_BASE); default api.paddle.com, or sandbox-api.paddle.com for a tenant set to sandbox.")
     var paddleAPIBase: String?
 
@@ -153,6 +156,7 @@ struct ServeCommand: AsyncParsableCommand {
             }
             configuration.stripeAPIBaseURL = base.hasSuffix("/") ? String(base.dropLast()) : base
         }
+        configuration.appStoreRootCertificateFiles = appstoreRootCert
         if let base = paddleAPIBase ?? environment["KEYLIGHT_PADDLE_API_BASE"].flatMap({ $0.isEmpty ? nil : $0 }) {
             guard let url = URL(string: base), url.scheme == "https" || url.scheme == "http", url.host != nil else {
                 Standard.error("keylight: error: --paddle-api-base must be an http(s) URL")

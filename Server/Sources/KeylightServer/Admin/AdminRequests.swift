@@ -25,6 +25,40 @@ struct UpdateProductRequest: Decodable {
     var portal_enabled: Bool?
     /// Whether SDK requests must carry the SDK key (default true; protocol 6.7).
     var sdk_key_required: Bool?
+    /// The App Store app whose purchases this product takes: absent keeps, null removes.
+    var appstore_bundle_id: String??
+    /// `["Production"]`, `["Sandbox"]` or both: absent keeps, null resets to Production only.
+    var appstore_environments: [String]??
+
+    enum CodingKeys: String, CodingKey {
+        case name, trial_duration_days, free_tier_enabled, portal_enabled, sdk_key_required, appstore_bundle_id, appstore_environments
+    }
+
+    init(name: String? = nil, trial_duration_days: Int? = nil, free_tier_enabled: Bool? = nil, portal_enabled: Bool? = nil, sdk_key_required: Bool? = nil,
+         appstore_bundle_id: String?? = nil, appstore_environments: [String]?? = nil) {
+        self.name = name
+        self.trial_duration_days = trial_duration_days
+        self.free_tier_enabled = free_tier_enabled
+        self.portal_enabled = portal_enabled
+        self.sdk_key_required = sdk_key_required
+        self.appstore_bundle_id = appstore_bundle_id
+        self.appstore_environments = appstore_environments
+    }
+
+    init(from decoder: any Decoder) throws {
+        let c = try decoder.container(keyedBy: CodingKeys.self)
+        name = try c.decodeIfPresent(String.self, forKey: .name)
+        trial_duration_days = try c.decodeIfPresent(Int.self, forKey: .trial_duration_days)
+        free_tier_enabled = try c.decodeIfPresent(Bool.self, forKey: .free_tier_enabled)
+        portal_enabled = try c.decodeIfPresent(Bool.self, forKey: .portal_enabled)
+        sdk_key_required = try c.decodeIfPresent(Bool.self, forKey: .sdk_key_required)
+        if c.contains(.appstore_bundle_id) {
+            appstore_bundle_id = .some(try c.decodeNil(forKey: .appstore_bundle_id) ? nil : try c.decode(String.self, forKey: .appstore_bundle_id))
+        }
+        if c.contains(.appstore_environments) {
+            appstore_environments = .some(try c.decodeNil(forKey: .appstore_environments) ? nil : try c.decode([String].self, forKey: .appstore_environments))
+        }
+    }
 }
 
 struct CreateKeyTypeRequest: Decodable {

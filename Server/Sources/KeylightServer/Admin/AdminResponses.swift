@@ -30,6 +30,8 @@ struct ProductBody: Encodable {
     var free_tier_enabled: Bool
     var portal_enabled: Bool
     var sdk_key_required: Bool
+    @ExplicitNull var appstore_bundle_id: String?
+    var appstore_environments: [String]
     /// Present only in the response that creates the product.
     var sdk_key: String?
 
@@ -42,6 +44,8 @@ struct ProductBody: Encodable {
         free_tier_enabled = product.freeTierEnabled
         portal_enabled = product.portalEnabled
         sdk_key_required = product.sdkKeyRequired
+        appstore_bundle_id = product.appStoreBundleId
+        appstore_environments = product.acceptedAppStoreEnvironments
         sdk_key = sdkKey
     }
 }
@@ -65,6 +69,7 @@ struct KeyTypeBody: Encodable {
     @ExplicitNull var paddle_price_id: String?
     @ExplicitNull var lemonsqueezy_variant_id: String?
     @ExplicitNull var polar_product_id: String?
+    @ExplicitNull var appstore_product_id: String?
 
     init(_ keyType: KeyType) {
         id = keyType.id
@@ -80,6 +85,7 @@ struct KeyTypeBody: Encodable {
         paddle_price_id = keyType.paddlePriceId
         lemonsqueezy_variant_id = keyType.lemonSqueezyVariantId
         polar_product_id = keyType.polarProductId
+        appstore_product_id = keyType.appStoreProductId
         offline_lease_days = keyType.offlineLeaseDays
         floating = keyType.floating
         heartbeat_seconds = keyType.heartbeatSeconds

@@ -24,15 +24,19 @@ struct UpdateKeyTypeRequest: Decodable {
     var lemonsqueezy_variant_id: String??
     /// The Polar product (a UUID).
     var polar_product_id: String??
+    /// The App Store product (StoreKit `productId`) whose purchases are this key type.
+    var appstore_product_id: String??
 
-    enum CodingKeys: String, CodingKey { case stripe_price_id, stripe_mode, paddle_price_id, lemonsqueezy_variant_id, polar_product_id }
+    enum CodingKeys: String, CodingKey { case stripe_price_id, stripe_mode, paddle_price_id, lemonsqueezy_variant_id, polar_product_id, appstore_product_id }
 
-    init(stripePriceId: String?? = nil, stripeMode: String? = nil, paddlePriceId: String?? = nil, lemonSqueezyVariantId: String?? = nil, polarProductId: String?? = nil) {
+    init(stripePriceId: String?? = nil, stripeMode: String? = nil, paddlePriceId: String?? = nil, lemonSqueezyVariantId: String?? = nil, polarProductId: String?? = nil,
+         appStoreProductId: String?? = nil) {
         stripe_price_id = stripePriceId
         stripe_mode = stripeMode
         paddle_price_id = paddlePriceId
         lemonsqueezy_variant_id = lemonSqueezyVariantId
         polar_product_id = polarProductId
+        appstore_product_id = appStoreProductId
     }
 
     init(from decoder: any Decoder) throws {
@@ -49,6 +53,7 @@ struct UpdateKeyTypeRequest: Decodable {
         paddle_price_id = try nullable(.paddle_price_id)
         lemonsqueezy_variant_id = try nullable(.lemonsqueezy_variant_id)
         polar_product_id = try nullable(.polar_product_id)
+        appstore_product_id = try nullable(.appstore_product_id)
     }
 }
 
@@ -179,18 +184,20 @@ extension AdminService {
     /// in a tenant: 409 otherwise).
     func updateKeyType(tenantId: String, productId: String, id: String, _ body: UpdateKeyTypeRequest, actor: AuditActor) async throws -> KeyType {
         let existing = try await requireKeyType(tenantId: tenantId, productId: productId, id: id)
-        guard body.stripe_price_id != nil || body.stripe_mode != nil || body.paddle_price_id != nil || body.lemonsqueezy_variant_id != nil || body.polar_product_id != nil else {
-            throw APIError.invalidRequest("Nothing to update: send stripe_price_id, stripe_mode, paddle_price_id, lemonsqueezy_variant_id and/or polar_product_id.")
+        guard body.stripe_price_id != nil || body.stripe_mode != nil || body.paddle_price_id != nil || body.lemonsqueezy_variant_id != nil
+                || body.polar_product_id != nil || body.appstore_product_id != nil else {
+            throw APIError.invalidRequest("Nothing to update: send stripe_price_id, stripe_mode, paddle_price_id, lemonsqueezy_variant_id, polar_product_id and/or appstore_product_id.")
         }
         var sales = Database.KeyTypeSales(
             stripePriceId: existing.stripePriceId, stripeMode: existing.stripeMode, paddlePriceId: existing.paddlePriceId,
-            lemonSqueezyVariantId: existing.lemonSqueezyVariantId, polarProductId: existing.polarProductId
+            lemonSqueezyVariantId: existing.lemonSqueezyVariantId, polarProductId: existing.polarProductId, appStoreProductId: existing.appStoreProductId
         )
         if let requested = body.stripe_price_id { sales.stripePriceId = try Field.stripePrice(requested) }
         if let mode = body.stripe_mode { sales.stripeMode = try Field.stripeMode(mode) }
         if let requested = body.paddle_price_id { sales.paddlePriceId = try Field.paddlePrice(requested) }
         if let requested = body.lemonsqueezy_variant_id { sales.lemonSqueezyVariantId = try Field.lemonSqueezyVariant(requested) }
         if let requested = body.polar_product_id { sales.polarProductId = try Field.polarProduct(requested) }
+        if let requested = body.appstore_product_id { sales.appStoreProductId = try Field.appStoreProduct(requested) }
         switch try await database.setKeyTypeSales(tenantId: tenantId, productId: productId, id: id, sales, now: clock.unixSeconds, actor: actor) {
         case .updated(let keyType): return keyType
         case .notFound: throw APIError.notFound("Key type")
@@ -239,6 +246,33 @@ extension Field {
             throw .invalidRequest("Field polar_product_id must be a Polar product id (a UUID).")
         }
         return product.lowercased()
+    }
+
+    /// StoreKit product ids: letters, digits, `.`, `_`, `-` (App Store Connect's own alphabet), at most 100.
+    static func appStoreProduct(_ value: String?) throws(APIError) -> String? {
+        guard let product = try optional(value, "appstore_product_id", max: 100) else { return nil }
+        guard !product.isEmpty, product.utf8.allSatisfy({ ($0 >= 0x30 && $0 <= 0x39) || ($0 >= 0x41 && $0 <= 0x5A) || ($0 >= 0x61 && $0 <= 0x7A) || $0 == 0x2E || $0 == 0x5F || $0 == 0x2D }) else {
+            throw .invalidRequest("Field appstore_product_id must be an App Store product id (letters, digits, . _ -).")
+        }
+        return product
+    }
+
+    /// A bundle id: letters, digits, `.` and `-`, at most 155 (Apple's limit).
+    static func appStoreBundleId(_ value: String) throws(APIError) -> String {
+        guard let bundle = try optional(value, "appstore_bundle_id", max: 155), !bundle.isEmpty,
+              bundle.utf8.allSatisfy({ ($0 >= 0x30 && $0 <= 0x39) || ($0 >= 0x41 && $0 <= 0x5A) || ($0 >= 0x61 && $0 <= 0x7A) || $0 == 0x2E || $0 == 0x2D }) else {
+            throw .invalidRequest("Field appstore_bundle_id must be a bundle id (letters, digits, . and -).")
+        }
+        return bundle
+    }
+
+    /// One or both of `Production` and `Sandbox`, stored comma-separated.
+    static func appStoreEnvironments(_ values: [String]) throws(APIError) -> String {
+        let known = ["Production", "Sandbox"]
+        guard !values.isEmpty, values.count <= 2, values.allSatisfy(known.contains), Set(values).count == values.count else {
+            throw .invalidRequest("Field appstore_environments must list Production and/or Sandbox.")
+        }
+        return known.filter(values.contains).joined(separator: ",")
     }
 
     static func stripeMode(_ value: String) throws(APIError) -> String {

@@ -85,10 +85,14 @@ final class AdminService: Sendable {
     func updateProduct(tenantId: String, productId: String, _ body: UpdateProductRequest, actor: AuditActor) async throws -> Product {
         let name = try body.name.map { name throws(APIError) in try Field.required(name, "name", max: 200) }
         if let days = body.trial_duration_days { _ = try Field.integer(days, "trial_duration_days", in: 0...3650) }
+        let appStore = Database.AppStoreSettingsChange(
+            bundleId: try body.appstore_bundle_id.map { try $0.map(Field.appStoreBundleId) },
+            environments: try body.appstore_environments.map { try $0.map(Field.appStoreEnvironments) }
+        )
         guard let product = try await database.updateProduct(
             tenantId: tenantId, id: productId, name: name, trialDurationDays: body.trial_duration_days,
             freeTierEnabled: body.free_tier_enabled, portalEnabled: body.portal_enabled,
-            sdkKeyRequired: body.sdk_key_required, now: clock.unixSeconds, actor: actor
+            sdkKeyRequired: body.sdk_key_required, appStore: appStore, now: clock.unixSeconds, actor: actor
         ) else { throw APIError.notFound("Product") }
         licensing.forgetProduct(tenantId: tenantId, productId: productId)
         return product

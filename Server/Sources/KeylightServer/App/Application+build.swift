@@ -155,11 +155,14 @@ func assemble(
         database: database, sealer: sealer, api: PaddleHTTPAPI(client: httpClient, baseURL: configuration.paddleAPIBaseURL, timeout: configuration.paddleRequestTimeout),
         clock: clock, mailBuyers: configuration.mail != nil, logger: logger
     )
+    let appStoreRoots = configuration.appStoreRootCertificateFiles.isEmpty
+        ? try AppleRootCertificates.apple() : try AppleRootCertificates.load(pemFiles: configuration.appStoreRootCertificateFiles)
+    let appStore = AppStoreExchange(licensing: licensing, sealer: sealer, verifier: AppStoreSignedData(roots: appStoreRoots))
     let adminRoutes = RouteTable(prefix: "/admin/v1")
     let router = buildRouter(
         licensing: licensing, admin: admin, checkout: checkout, dashboard: dashboard, keyRing: keyRing, metrics: metrics, signer: signer,
         limits: configuration.limits, trustedProxies: configuration.trustedProxies, adminTokenHash: tokenHash, readiness: readiness,
-        adminRoutes: adminRoutes
+        adminRoutes: adminRoutes, appStore: appStore
     )
     let application = Application(
         responder: SlashedPathResponder(base: router.buildResponder()),
@@ -208,7 +211,7 @@ func assemble(
 func buildRouter(
     licensing: LicensingService, admin: AdminService, checkout: CheckoutService, dashboard: DashboardRoutes, keyRing: KeyRing, metrics: ServerMetrics, signer: ResponseSigner?,
     limits: ServerLimits, trustedProxies: TrustedProxies = .none, adminTokenHash: [UInt8], readiness: Readiness? = nil,
-    adminRoutes: RouteTable = RouteTable(prefix: "/admin/v1")
+    adminRoutes: RouteTable = RouteTable(prefix: "/admin/v1"), appStore: AppStoreExchange? = nil
 ) -> Router<KeylightRequestContext> {
     let built = Router(context: KeylightRequestContext.self, options: .autoGenerateHeadEndpoints)
     let router = MethodRecordingRouter(built)
@@ -218,12 +221,13 @@ func buildRouter(
     // One limiter for every API a client address reaches; the SDK routes apply it inside their
     // own middleware, so their 429s are signed like any other answer.
     let addressLimit = AddressRateLimitMiddleware(limiter: RateLimiter(limit: limits.perAddress, clock: licensing.clock))
-    SDKRoutes(service: licensing, limits: limits, signer: signer, addressLimit: addressLimit).register(on: router)
+    SDKRoutes(service: licensing, limits: limits, signer: signer, addressLimit: addressLimit, appStore: appStore).register(on: router)
     router.add(middleware: addressLimit)
     ops.registerTenantKeysets(on: router)
     AdminRoutes(service: admin, limits: limits, table: adminRoutes).register(on: router, tokenHash: adminTokenHash)
     StripeWebhookRoutes(admin: admin).register(on: router)
     MerchantWebhookRoutes(admin: admin).register(on: router)
+    if let appStore { AppStoreNotificationRoutes(admin: admin, verifier: appStore.verifier).register(on: router) }
     CheckoutRoutes(service: checkout, limits: limits).register(on: router)
     dashboard.register(on: router)
     router.addMethodNotAllowedAnswers()

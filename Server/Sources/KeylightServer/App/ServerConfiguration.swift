@@ -96,6 +96,9 @@ public struct ServerConfiguration: Sendable {
     /// Paddle's API for buyers' addresses; nil = `api.paddle.com` or, for a tenant set to
     /// `sandbox`, `sandbox-api.paddle.com` (`--paddle-api-base`: a proxy, or a fake in tests).
     public var paddleAPIBaseURL: String?
+    /// PEM files whose certificates replace Apple Root CA - G3 as the roots App Store signed data
+    /// must chain to (`--appstore-root-cert`, repeatable): for tests and local tooling.
+    public var appStoreRootCertificateFiles: [String] = []
     public var paddleRequestTimeout: Duration = .seconds(10)
     /// How often due customer lookups are looked for.
     public var customerLookupInterval: Duration = .seconds(5)

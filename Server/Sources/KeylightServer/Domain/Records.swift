@@ -27,11 +27,21 @@ public struct Product: Codable, Sendable, Hashable {
     /// Requests to its SDK API must carry the SDK key (the default). Off (protocol 6.7), a request
     /// without the header is served; one with a wrong key is still 401.
     public var sdkKeyRequired: Bool = true
+    /// The App Store app (bundle id) whose purchases this product takes (`appstore/activate`); nil: none.
+    public var appStoreBundleId: String? = nil
+    /// The App Store environments accepted, comma-separated (`Production`, `Sandbox`); nil: `Production` only.
+    public var appStoreEnvironments: String? = nil
+
+    /// The environments a transaction may come from.
+    public var acceptedAppStoreEnvironments: [String] {
+        appStoreEnvironments.map { $0.split(separator: ",").map(String.init) } ?? ["Production"]
+    }
 
     /// Column names: rows decode without a key strategy, which would re-derive snake case on every access.
     enum CodingKeys: String, CodingKey {
         case tenantId = "tenant_id", id, name, keyPrefix = "key_prefix", sdkKeyHash = "sdk_key_hash", trialDurationDays = "trial_duration_days", freeTierEnabled = "free_tier_enabled", createdAt = "created_at", updatedAt = "updated_at"
         case portalEnabled = "portal_enabled", sdkKeyRequired = "sdk_key_required"
+        case appStoreBundleId = "appstore_bundle_id", appStoreEnvironments = "appstore_environments"
     }
 }
 
@@ -70,6 +80,8 @@ public struct KeyType: Codable, Sendable, Hashable {
     public var lemonSqueezyVariantId: String? = nil
     /// The Polar product (a UUID) whose orders mint this key type.
     public var polarProductId: String? = nil
+    /// The App Store product (StoreKit `productId`) whose purchases are this key type.
+    public var appStoreProductId: String? = nil
 
     public static let defaultOfflineLeaseDays = 365
     public static let defaultHeartbeatSeconds = 600
@@ -86,6 +98,7 @@ public struct KeyType: Codable, Sendable, Hashable {
         case stripePriceId = "stripe_price_id", stripeMode = "stripe_mode", offlineLeaseDays = "offline_lease_days"
         case floating, heartbeatSeconds = "heartbeat_seconds", overagePercent = "overage_percent", updatesDays = "updates_days"
         case paddlePriceId = "paddle_price_id", lemonSqueezyVariantId = "lemonsqueezy_variant_id", polarProductId = "polar_product_id"
+        case appStoreProductId = "appstore_product_id"
     }
 }
 

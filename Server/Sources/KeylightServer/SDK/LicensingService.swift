@@ -307,7 +307,7 @@ enum TenantPath {
     static let reserved: Set<String> = ["admin", "api", "dashboard", "stripe", "healthz", "metrics", ".well-known", "portal"]
     /// Refused for new tenants too: first path segments added later (the merchants' webhooks).
     /// A tenant made before keeps working; only its product named `webhook` is shadowed.
-    static let reservedForNewTenants: Set<String> = reserved.union(MerchantProvider.allCases.map(\.rawValue))
+    static let reservedForNewTenants: Set<String> = reserved.union(MerchantProvider.allCases.map(\.rawValue) + ["appstore"])
 
     /// `[a-z0-9][a-z0-9_-]{0,62}`.
     static func isValidId(_ id: String) -> Bool {

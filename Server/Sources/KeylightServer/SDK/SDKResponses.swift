@@ -91,6 +91,10 @@ struct ActivateResponse: SDKResponse {
     var licenseExpiresAt: Int64?
     var lease: Lease
     var seat: SeatReport?
+    /// An App Store exchange also answers the license's key (for the app's other builds) and
+    /// where the purchase came from.
+    var licenseKey: String? = nil
+    var appStore: (originalTransactionId: String, environment: String)? = nil
 
     func write(to writer: inout JSONWriter) {
         writer.beginObject()
@@ -99,6 +103,13 @@ struct ActivateResponse: SDKResponse {
         writer.key("license_expires_at"); writer.integer(licenseExpiresAt)
         writer.key("lease"); writer.lease(lease)
         seat?.write(to: &writer)
+        if let licenseKey { writer.key("license_key"); writer.string(licenseKey) }
+        if let appStore {
+            writer.key("appstore"); writer.beginObject()
+            writer.key("original_transaction_id"); writer.string(appStore.originalTransactionId)
+            writer.key("environment"); writer.string(appStore.environment)
+            writer.endObject()
+        }
         writer.endObject()
     }
 }

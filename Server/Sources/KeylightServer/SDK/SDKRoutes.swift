@@ -11,6 +11,8 @@ struct SDKRoutes {
     let signer: ResponseSigner?
     /// The per-address limit, inside the signing (a 429 is an SDK answer and is signed too).
     let addressLimit: AddressRateLimitMiddleware
+    /// App Store purchases exchanged for licenses.
+    var appStore: AppStoreExchange? = nil
 
     /// A group for routes whose errors carry `outcomeField`.
     private func routes(on router: some RouterMethods<KeylightRequestContext>, outcomeField: String? = nil) -> RouterGroup<KeylightRequestContext> {
@@ -23,6 +25,13 @@ struct SDKRoutes {
         routes(on: router, outcomeField: "activated").post("/:tenant/:product/activate") { request, context in
             try await handle(request, context) { product, body in
                 JSONBody.raw(try await service.activate(decodeBody(ActivateRequest.self, from: body.readableBytesView), product: product).jsonBytes)
+            }
+        }
+        if let appStore {
+            routes(on: router, outcomeField: "activated").post("/:tenant/:product/appstore/activate") { request, context in
+                try await handle(request, context) { product, body in
+                    JSONBody.raw(try await appStore.activate(decodeBody(AppStoreActivateRequest.self, from: body.readableBytesView), product: product).jsonBytes)
+                }
             }
         }
         routes(on: router, outcomeField: "valid").post("/:tenant/:product/validate") { request, context in

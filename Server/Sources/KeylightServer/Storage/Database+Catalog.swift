@@ -30,7 +30,7 @@ extension Database {
 
     // MARK: Products
 
-    static let productColumns: SQLQueryString = "tenant_id, id, name, key_prefix, sdk_key_hash, trial_duration_days, free_tier_enabled, created_at, updated_at, portal_enabled, sdk_key_required"
+    static let productColumns: SQLQueryString = "tenant_id, id, name, key_prefix, sdk_key_hash, trial_duration_days, free_tier_enabled, created_at, updated_at, portal_enabled, sdk_key_required, appstore_bundle_id, appstore_environments"
 
     /// Inserts a product; false when the id is taken within its tenant.
     func insertProduct(_ product: Product, actor: AuditActor) async throws -> Bool {
@@ -39,7 +39,8 @@ extension Database {
                 INSERT INTO products (\(Self.productColumns)) VALUES (
                     \(bind: product.tenantId), \(bind: product.id), \(bind: product.name), \(bind: product.keyPrefix),
                     \(bind: product.sdkKeyHash), \(bind: product.trialDurationDays), \(bind: product.freeTierEnabled),
-                    \(bind: product.createdAt), \(bind: product.updatedAt), \(bind: product.portalEnabled), \(bind: product.sdkKeyRequired))
+                    \(bind: product.createdAt), \(bind: product.updatedAt), \(bind: product.portalEnabled), \(bind: product.sdkKeyRequired),
+                    \(bind: product.appStoreBundleId), \(bind: product.appStoreEnvironments))
                 ON CONFLICT DO NOTHING RETURNING id
                 """).first()
             guard inserted != nil else { return false }
@@ -53,10 +54,24 @@ extension Database {
     }
 
     /// Changes a product's trial length and free tier; nil when there is no such product.
-    func updateProduct(tenantId: String, id: String, name: String?, trialDurationDays: Int?, freeTierEnabled: Bool?, portalEnabled: Bool? = nil, sdkKeyRequired: Bool? = nil, now: Int64, actor: AuditActor) async throws -> Product? {
-        try await write { db in
+    /// What a product update does to its App Store app: absent keeps it; `.some(nil)` removes it.
+    struct AppStoreSettingsChange: Sendable {
+        var bundleId: String??
+        var environments: String??
+    }
+
+    func updateProduct(
+        tenantId: String, id: String, name: String?, trialDurationDays: Int?, freeTierEnabled: Bool?, portalEnabled: Bool? = nil, sdkKeyRequired: Bool? = nil,
+        appStore: AppStoreSettingsChange = AppStoreSettingsChange(), now: Int64, actor: AuditActor
+    ) async throws -> Product? {
+        // Nil binds keep a column; an explicit flag clears it.
+        let (bundle, clearBundle) = (appStore.bundleId ?? nil, appStore.bundleId.map { $0 == nil } ?? false)
+        let (environments, clearEnvironments) = (appStore.environments ?? nil, appStore.environments.map { $0 == nil } ?? false)
+        return try await write { db in
             let updated = try await db.raw("""
                 UPDATE products SET
+                    appstore_bundle_id = CASE WHEN \(bind: clearBundle) THEN NULL ELSE COALESCE(\(bind: bundle), appstore_bundle_id) END,
+                    appstore_environments = CASE WHEN \(bind: clearEnvironments) THEN NULL ELSE COALESCE(\(bind: environments), appstore_environments) END,
                     name = COALESCE(\(bind: name), name),
                     trial_duration_days = COALESCE(\(bind: trialDurationDays), trial_duration_days),
                     free_tier_enabled = COALESCE(\(bind: freeTierEnabled), free_tier_enabled),
@@ -73,6 +88,8 @@ extension Database {
             if let freeTierEnabled { details["free_tier_enabled"] = "\(freeTierEnabled)" }
             if let portalEnabled { details["portal_enabled"] = "\(portalEnabled)" }
             if let sdkKeyRequired { details["sdk_key_required"] = "\(sdkKeyRequired)" }
+            if let change = appStore.bundleId { details["appstore_bundle_id"] = change ?? "none" }
+            if let change = appStore.environments { details["appstore_environments"] = change ?? "Production" }
             try await Self.audit(db, at: now, actor: actor, action: "product.update", tenantId: tenantId, target: id, details: details)
             return updated
         }
@@ -90,7 +107,7 @@ extension Database {
 
     // MARK: Key types
 
-    static let keyTypeColumns: SQLQueryString = "tenant_id, product_id, id, display_name, activation_limit, duration_days, fallback_access, lease_ttl_seconds, entitlements, created_at, stripe_price_id, stripe_mode, offline_lease_days, floating, heartbeat_seconds, overage_percent, updates_days, paddle_price_id, lemonsqueezy_variant_id, polar_product_id"
+    static let keyTypeColumns: SQLQueryString = "tenant_id, product_id, id, display_name, activation_limit, duration_days, fallback_access, lease_ttl_seconds, entitlements, created_at, stripe_price_id, stripe_mode, offline_lease_days, floating, heartbeat_seconds, overage_percent, updates_days, paddle_price_id, lemonsqueezy_variant_id, polar_product_id, appstore_product_id"
 
     /// Inserts a key type; false when the id is taken within its product.
     func insertKeyType(_ keyType: KeyType, actor: AuditActor) async throws -> Bool {
@@ -102,7 +119,7 @@ extension Database {
                     \(bind: keyType.leaseTtlSeconds), \(bind: keyType.entitlements), \(bind: keyType.createdAt),
                     \(bind: keyType.stripePriceId), \(bind: keyType.stripeMode), \(bind: keyType.offlineLeaseDays),
                     \(bind: keyType.floating), \(bind: keyType.heartbeatSeconds), \(bind: keyType.overagePercent), \(bind: keyType.updatesDays),
-                    \(bind: keyType.paddlePriceId), \(bind: keyType.lemonSqueezyVariantId), \(bind: keyType.polarProductId))
+                    \(bind: keyType.paddlePriceId), \(bind: keyType.lemonSqueezyVariantId), \(bind: keyType.polarProductId), \(bind: keyType.appStoreProductId))
                 ON CONFLICT DO NOTHING RETURNING id
                 """).first()
             guard inserted != nil else { return false }

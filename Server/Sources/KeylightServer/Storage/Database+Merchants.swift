@@ -158,6 +158,7 @@ extension Database {
         var paddlePriceId: String?
         var lemonSqueezyVariantId: String?
         var polarProductId: String?
+        var appStoreProductId: String?
     }
 
     enum KeyTypeSalesUpdate: Sendable {
@@ -178,8 +179,14 @@ extension Database {
                     return .taken(field: field, by: "\(try owner.decode(column: "product_id", as: String.self))/\(try owner.decode(column: "id", as: String.self))")
                 }
             }
+            // A StoreKit product id belongs to one key type of its product (another app may reuse it).
+            if let appStore = sales.appStoreProductId, let owner = try await db.raw("""
+                SELECT id FROM key_types WHERE tenant_id = \(bind: tenantId) AND product_id = \(bind: productId) AND appstore_product_id = \(bind: appStore) AND id <> \(bind: id)
+                """).first(decodingColumn: "id", as: String.self) {
+                return .taken(field: "appstore_product_id", by: "\(productId)/\(owner)")
+            }
             let updated = try await db.raw("""
-                UPDATE key_types SET stripe_price_id = \(bind: sales.stripePriceId), stripe_mode = \(bind: sales.stripeMode),
+                UPDATE key_types SET appstore_product_id = \(bind: sales.appStoreProductId), stripe_price_id = \(bind: sales.stripePriceId), stripe_mode = \(bind: sales.stripeMode),
                     paddle_price_id = \(bind: sales.paddlePriceId), lemonsqueezy_variant_id = \(bind: sales.lemonSqueezyVariantId),
                     polar_product_id = \(bind: sales.polarProductId)
                 WHERE tenant_id = \(bind: tenantId) AND product_id = \(bind: productId) AND id = \(bind: id)
@@ -189,7 +196,7 @@ extension Database {
             try await Self.audit(db, at: now, actor: actor, action: "key_type.update", tenantId: tenantId, target: "\(productId)/\(id)", details: [
                 "stripe_price_id": sales.stripePriceId ?? "none", "stripe_mode": sales.stripeMode ?? "none",
                 "paddle_price_id": sales.paddlePriceId ?? "none", "lemonsqueezy_variant_id": sales.lemonSqueezyVariantId ?? "none",
-                "polar_product_id": sales.polarProductId ?? "none",
+                "polar_product_id": sales.polarProductId ?? "none", "appstore_product_id": sales.appStoreProductId ?? "none",
             ])
             return .updated(updated)
         }

@@ -26,6 +26,17 @@ struct SubscriptionBook: Sendable {
     enum Kind: Sendable {
         case stripe
         case merchant(MerchantProvider)
+        /// App Store subscriptions, named by their `originalTransactionId`.
+        case appStore
+
+        /// The `provider` column and `payment_source` of the merchant-like kinds.
+        var source: String? {
+            switch self {
+            case .stripe: nil
+            case .merchant(let provider): provider.rawValue
+            case .appStore: "appstore"
+            }
+        }
     }
 
     let db: any SQLDatabase
@@ -40,35 +51,35 @@ struct SubscriptionBook: Sendable {
     private var table: SQLQueryString {
         switch kind {
         case .stripe: "stripe_subscriptions"
-        case .merchant: "merchant_subscriptions"
+        case .merchant, .appStore: "merchant_subscriptions"
         }
     }
 
     private var keyColumns: SQLQueryString {
         switch kind {
         case .stripe: "tenant_id, id"
-        case .merchant: "tenant_id, provider, id"
+        case .merchant, .appStore: "tenant_id, provider, id"
         }
     }
 
     private func keyValues(_ id: String) -> SQLQueryString {
         switch kind {
         case .stripe: "\(bind: tenantId), \(bind: id)"
-        case .merchant(let provider): "\(bind: tenantId), \(bind: provider.rawValue), \(bind: id)"
+        case .merchant, .appStore: "\(bind: tenantId), \(bind: kind.source ?? ""), \(bind: id)"
         }
     }
 
     private func row(_ id: String) -> SQLQueryString {
         switch kind {
         case .stripe: "tenant_id = \(bind: tenantId) AND id = \(bind: id)"
-        case .merchant(let provider): "tenant_id = \(bind: tenantId) AND provider = \(bind: provider.rawValue) AND id = \(bind: id)"
+        case .merchant, .appStore: "tenant_id = \(bind: tenantId) AND provider = \(bind: kind.source ?? "") AND id = \(bind: id)"
         }
     }
 
     private func licenses(of subscription: String) -> SQLQueryString {
         switch kind {
         case .stripe: "tenant_id = \(bind: tenantId) AND stripe_subscription_id = \(bind: subscription)"
-        case .merchant(let provider): "tenant_id = \(bind: tenantId) AND payment_source = \(bind: provider.rawValue) AND payment_subscription_id = \(bind: subscription)"
+        case .merchant, .appStore: "tenant_id = \(bind: tenantId) AND payment_source = \(bind: kind.source ?? "") AND payment_subscription_id = \(bind: subscription)"
         }
     }
 

@@ -122,6 +122,7 @@ struct LicenseRow: Sendable {
             case "paddle": ("Paddle", "transaction")
             case "lemonsqueezy": ("Lemon Squeezy", "order")
             case "polar": ("Polar", "order")
+            case "appstore": ("App Store", "original transaction")
             default: (source, "order")
             }
             return license.paymentOrderId.map { "\(name), \(noun) \($0)" } ?? name

@@ -139,9 +139,13 @@ struct LicensesController: Sendable {
         let instances = try await admin.database.instances(licenseId: license.id)
         let keyType = try await admin.database.keyType(tenantId: tenantId, productId: productId, id: license.keyTypeId)
         let now = admin.clock.unixSeconds
+        var row = LicenseRow(license, now: now)
+        if license.paymentSource == "appstore", let origin = try await admin.database.appStoreOrigin(tenantId: tenantId, licenseId: license.id) {
+            row.source = "App Store, original transaction \(origin.originalTransactionId) (\(origin.environment))"
+        }
         return LicenseView(
             chrome: pages.chrome("License …\(license.maskedKey.suffix(4))", context), tenantId: tenantId, productId: productId, productName: product.name,
-            license: LicenseRow(license, now: now),
+            license: row,
             instances: instances.map(InstanceRow.init),
             newKey: newKey, newKeyQR: try newKey.map { qr.svg(try QRCode(text: $0, errorCorrection: .medium)) },
             canRevoke: license.status != .revoked, canSuspend: license.status == .active, canReinstate: license.status != .active,

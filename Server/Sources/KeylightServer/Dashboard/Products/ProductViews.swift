@@ -33,6 +33,7 @@ struct KeyTypeRow: Sendable {
     var paddlePriceId: String?
     var lemonSqueezyVariantId: String?
     var polarProductId: String?
+    var appStoreProductId: String?
 
     init(_ keyType: KeyType) {
         id = keyType.id
@@ -52,5 +53,6 @@ struct KeyTypeRow: Sendable {
         paddlePriceId = keyType.paddlePriceId
         lemonSqueezyVariantId = keyType.lemonSqueezyVariantId
         polarProductId = keyType.polarProductId
+        appStoreProductId = keyType.appStoreProductId
     }
 }

@@ -66,9 +66,19 @@ struct ProductsController: Sendable {
         @FormText var paddlePriceId: String?
         @FormText var lemonSqueezyVariantId: String?
         @FormText var polarProductId: String?
+        @FormText var appStoreProductId: String?
         enum CodingKeys: String, CodingKey {
             case paddlePriceId = "paddle_price_id", lemonSqueezyVariantId = "lemonsqueezy_variant_id", polarProductId = "polar_product_id"
+            case appStoreProductId = "appstore_product_id"
         }
+    }
+
+    /// The product's App Store app; a blank bundle id removes it, no box checked means Production only.
+    struct AppStoreForm: Decodable {
+        @FormText var bundleId: String?
+        @FormCheckbox var production: Bool
+        @FormCheckbox var sandbox: Bool
+        enum CodingKeys: String, CodingKey { case bundleId = "appstore_bundle_id", production = "appstore_production", sandbox = "appstore_sandbox" }
     }
 
     func register(on group: RouterGroup<DashboardContext>) {
@@ -133,10 +143,21 @@ struct ProductsController: Sendable {
             let (tenantId, productId) = Self.ids(context)
             _ = try await admin.updateKeyType(
                 tenantId: tenantId, productId: productId, id: try context.parameters.require("keyType"),
-                UpdateKeyTypeRequest(paddlePriceId: .some(form.paddlePriceId), lemonSqueezyVariantId: .some(form.lemonSqueezyVariantId), polarProductId: .some(form.polarProductId)),
+                UpdateKeyTypeRequest(paddlePriceId: .some(form.paddlePriceId), lemonSqueezyVariantId: .some(form.lemonSqueezyVariantId), polarProductId: .some(form.polarProductId),
+                                     appStoreProductId: .some(form.appStoreProductId)),
                 actor: try context.requireUser().actor
             )
             pages.flash(context, "Merchant-of-record mapping saved.")
+            return .redirect(to: Self.productPage(context))
+        }
+        product.post("/appstore", form: AppStoreForm.self) { form, _, context -> Response in
+            let (tenantId, productId) = Self.ids(context)
+            _ = try await admin.requireProduct(tenantId: tenantId, productId: productId)
+            let environments = [form.production ? "Production" : nil, form.sandbox ? "Sandbox" : nil].compactMap { $0 }
+            _ = try await admin.updateProduct(tenantId: tenantId, productId: productId, UpdateProductRequest(
+                appstore_bundle_id: .some(form.bundleId), appstore_environments: .some(environments.isEmpty ? nil : environments)
+            ), actor: try context.requireUser().actor)
+            pages.flash(context, "App Store settings saved.")
             return .redirect(to: Self.productPage(context))
         }
     }

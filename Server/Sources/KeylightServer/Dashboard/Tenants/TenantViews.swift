@@ -56,6 +56,9 @@ struct ProductRow: Sendable {
     var portal: Bool
     var portalPath: String
     var sdkKeyRequired: Bool
+    var appStoreBundleId: String?
+    var appStoreProduction: Bool
+    var appStoreSandbox: Bool
 
     init(_ product: Product) {
         id = product.id
@@ -67,6 +70,9 @@ struct ProductRow: Sendable {
         portal = product.portalEnabled
         sdkKeyRequired = product.sdkKeyRequired
         portalPath = "/portal/\(product.tenantId)/\(product.id)"
+        appStoreBundleId = product.appStoreBundleId
+        appStoreProduction = product.acceptedAppStoreEnvironments.contains("Production")
+        appStoreSandbox = product.acceptedAppStoreEnvironments.contains("Sandbox")
     }
 }
 

@@ -1,0 +1,164 @@
+import Foundation
+import KeylightCore
+import SQLKit
+
+/// A verified App Store purchase, ready to become (or find) its license.
+struct AppStorePurchase: Sendable {
+    var tenantId: String
+    var productId: String
+    var keyType: KeyType
+    var keyPrefix: String
+    var transaction: AppStoreTransaction
+}
+
+extension Database {
+    /// The key type whose `appstore_product_id` is `productIdentifier` in the product, and the product's key prefix.
+    func appStoreKeyType(tenantId: String, productId: String, productIdentifier: String) async throws -> KeyType? {
+        try await sql.raw("""
+            SELECT \(Self.keyTypeColumns) FROM key_types
+            WHERE tenant_id = \(bind: tenantId) AND product_id = \(bind: productId) AND appstore_product_id = \(bind: productIdentifier)
+            """).first(decoding: KeyType.self)
+    }
+
+    /// The license of the purchase's `originalTransactionId`: minted on first sight, once however
+    /// many exchanges race (across processes: the purchase row is claimed first, and a concurrent
+    /// claim waits for it, then reads the license it committed). A subscription's later
+    /// transaction moves the license's expiry forward to what it paid for. Answers the license
+    /// and its sealed key.
+    func appStoreLicense(_ purchase: AppStorePurchase, sealer: SecretSealer, now: Int64) async throws -> (License, sealedKey: String) {
+        let outbox = self.outbox
+        let transaction = purchase.transaction
+        return try await write { db in
+            let book = SubscriptionBook(db: db, tenantId: purchase.tenantId, now: now, eventId: transaction.transactionId, outbox: outbox, actor: AuditActor("appstore"), kind: .appStore)
+            if let found = try await Self.appStoreLicense(db, tenantId: purchase.tenantId, original: transaction.originalTransactionId) {
+                if let expires = transaction.expiresDate { _ = try await book.apply(.paid(through: expires), to: transaction.originalTransactionId) }
+                return try await Self.appStoreLicense(db, tenantId: purchase.tenantId, original: transaction.originalTransactionId) ?? found
+            }
+            let key = try LicenseKey.generate(prefix: purchase.keyPrefix)
+            // A subscription runs to what it paid for, as notifications told it before this first exchange too.
+            var expiresAt = purchase.keyType.durationDays.map { now + Int64($0) * 86_400 }
+            if let expires = transaction.expiresDate {
+                try await book.recordPaidThrough(transaction.originalTransactionId, expires)
+                expiresAt = SubscriptionState.firstExpiry(durationDays: nil, now: now, subscription: try await book.lock(transaction.originalTransactionId))
+            }
+            var license = License(
+                id: UUID().uuidString.lowercased(), tenantId: purchase.tenantId, productId: purchase.productId, keyTypeId: purchase.keyType.id,
+                keyHash: key.keyHash, maskedKey: key.masked, status: .active,
+                expiresAt: expiresAt,
+                customerEmail: nil, activeInstances: 0, createdAt: now, updatedAt: now,
+                updatesUntil: purchase.keyType.updatesDays.map { now + Int64($0) * 86_400 }
+            )
+            license.paymentSource = "appstore"
+            license.paymentOrderId = transaction.originalTransactionId
+            let claimed = try await db.raw("""
+                INSERT INTO appstore_purchases (tenant_id, original_transaction_id, product_id, license_id, environment, created_at)
+                VALUES (\(bind: purchase.tenantId), \(bind: transaction.originalTransactionId), \(bind: purchase.productId), \(bind: license.id),
+                        \(bind: transaction.environment), \(bind: now))
+                ON CONFLICT DO NOTHING RETURNING license_id
+                """).first()
+            guard claimed != nil else {
+                // Another exchange minted it first (and has committed: its row was waited for).
+                guard let found = try await Self.appStoreLicense(db, tenantId: purchase.tenantId, original: transaction.originalTransactionId) else {
+                    throw StorageError.corrupt("App Store purchase")
+                }
+                return found
+            }
+            let sealedKey = try LicenseKeySeal.seal(key, licenseId: license.id, with: sealer)
+            try await db.raw("""
+                INSERT INTO licenses (\(Self.licenseColumns), payment_subscription_id, sealed_key)
+                VALUES (\(Self.licenseValues(license)), \(bind: transaction.expiresDate == nil ? nil : transaction.originalTransactionId), \(bind: sealedKey))
+                """).run()
+            try await Self.audit(db, at: now, actor: AuditActor("appstore"), action: "license.create", tenantId: purchase.tenantId, target: license.id, details: [
+                "source": "appstore", "order_id": transaction.originalTransactionId, "environment": transaction.environment,
+                "product_id": purchase.productId, "key_type_id": purchase.keyType.id, "masked_key": license.maskedKey,
+            ])
+            try await outbox.enqueue(WebhookEvent(type: .licenseCreated, tenantId: purchase.tenantId, at: now, data: .init(license: license, licenseKey: key.text, source: "appstore")), on: db)
+            return (license, sealedKey)
+        }
+    }
+
+    private static func appStoreLicense(_ db: any SQLDatabase, tenantId: String, original: String) async throws -> (License, sealedKey: String)? {
+        guard let row = try await db.raw("""
+            SELECT \(licenseColumns), sealed_key FROM licenses
+            WHERE tenant_id = \(bind: tenantId) AND id = (SELECT license_id FROM appstore_purchases WHERE tenant_id = \(bind: tenantId) AND original_transaction_id = \(bind: original))
+            """).first() else { return nil }
+        guard let sealed = try row.decode(column: "sealed_key", as: String?.self) else { return nil }
+        return (try row.decode(model: License.self), sealed)
+    }
+
+    /// The environment an App Store license's purchase came from (for its page).
+    func appStoreOrigin(tenantId: String, licenseId: String) async throws -> (originalTransactionId: String, environment: String)? {
+        guard let row = try await sql.raw("""
+            SELECT original_transaction_id, environment FROM appstore_purchases WHERE tenant_id = \(bind: tenantId) AND license_id = \(bind: licenseId)
+            """).first() else { return nil }
+        return (try row.decode(column: "original_transaction_id", as: String.self), try row.decode(column: "environment", as: String.self))
+    }
+}
+
+extension Database {
+    /// Applies one App Store notification once per tenant (its `notificationUUID`), in one
+    /// transaction, audited; answers the outcome (`duplicate` when it was applied before).
+    func applyAppStoreNotification(uuid: String, type: String, subtype: String?, tenantId: String, transaction: AppStoreTransaction, now: Int64) async throws -> String {
+        let outbox = self.outbox
+        return try await write { db in
+            guard try await db.raw("""
+                INSERT INTO merchant_events (tenant_id, provider, id, type, outcome, occurred_at, attempts, sealed_event, received_at, updated_at)
+                VALUES (\(bind: tenantId), 'appstore', \(bind: uuid), \(bind: type), 'pending', \(bind: transaction.signedDate), 1, NULL, \(bind: now), \(bind: now))
+                ON CONFLICT DO NOTHING RETURNING id
+                """).first() != nil else { return "duplicate" }
+            let actor = AuditActor("appstore")
+            let original = transaction.originalTransactionId
+            let book = SubscriptionBook(db: db, tenantId: tenantId, now: now, eventId: uuid, outbox: outbox, actor: actor, kind: .appStore)
+            let outcome: String
+            switch type {
+            case "REFUND", "REVOKE":
+                // Remembered whether or not the purchase was exchanged yet: its exchange is then refused.
+                try await db.raw("""
+                    INSERT INTO merchant_orders (tenant_id, provider, id, status, licenses, subscription_id, created_at, updated_at)
+                    VALUES (\(bind: tenantId), 'appstore', \(bind: original), 'refunded', 0, NULL, \(bind: now), \(bind: now))
+                    ON CONFLICT (tenant_id, provider, id) DO UPDATE SET status = 'refunded', updated_at = excluded.updated_at
+                    """).run()
+                let revoked = try await db.raw("""
+                    UPDATE licenses SET status = 'revoked', updated_at = \(bind: now)
+                    WHERE tenant_id = \(bind: tenantId) AND payment_source = 'appstore' AND payment_order_id = \(bind: original) AND status <> 'revoked'
+                    RETURNING \(Self.licenseColumns)
+                    """).all(decoding: License.self)
+                for license in revoked {
+                    try await Self.audit(db, at: now, actor: actor, action: "license.revoke", tenantId: tenantId, target: license.id, details: ["event": uuid, "reason": "appstore \(type)"])
+                    try await outbox.enqueue(WebhookEvent(type: .licenseRevoked, tenantId: tenantId, at: now, data: .init(license: license, source: actor.name)), on: db)
+                }
+                outcome = revoked.isEmpty ? "no_license" : "revoked"
+            case "DID_RENEW", "SUBSCRIBED":
+                guard let expires = transaction.expiresDate else { outcome = "ignored"; break }
+                outcome = Self.outcomeName(try await book.apply(.paid(through: expires), to: original))
+            case "EXPIRED", "GRACE_PERIOD_EXPIRED":
+                outcome = Self.outcomeName(try await book.apply(.ended(at: transaction.expiresDate ?? now), to: original))
+            default:
+                outcome = "ignored"
+            }
+            try await db.raw("""
+                UPDATE merchant_events SET outcome = \(bind: outcome), updated_at = \(bind: now) WHERE tenant_id = \(bind: tenantId) AND provider = 'appstore' AND id = \(bind: uuid)
+                """).run()
+            try await Self.audit(db, at: now, actor: actor, action: "appstore.notification", tenantId: tenantId, target: original, details: [
+                "notification": uuid, "type": type, "subtype": subtype ?? "", "outcome": outcome, "environment": transaction.environment,
+            ])
+            return outcome
+        }
+    }
+
+    private static func outcomeName(_ effect: SubscriptionBook.Effect) -> String {
+        switch effect {
+        case .expired: "expired"
+        case .renewed: "renewed"
+        case .stale: "stale"
+        case .noLicense: "no_license"
+        }
+    }
+
+    /// Whether a REFUND or REVOKE notification named this purchase.
+    func appStorePurchaseRevoked(tenantId: String, originalTransactionId: String) async throws -> Bool {
+        try await sql.raw("""
+            SELECT status FROM merchant_orders WHERE tenant_id = \(bind: tenantId) AND provider = 'appstore' AND id = \(bind: originalTransactionId)
+            """).first(decodingColumn: "status", as: String.self) == "refunded"
+    }
+}
