@@ -36,16 +36,23 @@ extension LicenseManager {
     }
 
     #if canImport(StoreKit)
-    /// Walks `Transaction.currentEntitlements` and exchanges the first verified one for this
-    /// product's license. Throws ``KeylightError/noAppStorePurchase`` when there is none.
+    /// Walks `Transaction.currentEntitlements` and exchanges the first verified one the server maps
+    /// to this product's license (others, such as add-ons, are passed over). Throws
+    /// ``KeylightError/noAppStorePurchase`` when there is none.
     @available(macOS 12, iOS 15, tvOS 15, watchOS 8, visionOS 1, *)
     public func activateFromAppStore() async throws {
+        var unmapped: KeylightError?
         for await result in Transaction.currentEntitlements {
             guard case .verified = result else { continue }
-            try await activate(appStoreTransaction: result.jwsRepresentation)
-            return
+            do {
+                try await activate(appStoreTransaction: result.jwsRepresentation)
+                return
+            } catch let error as KeylightError where error.code == "APPSTORE_PRODUCT_UNMAPPED" {
+                // Another in-app purchase (a tip, an add-on) is no license: try the next one.
+                unmapped = error
+            }
         }
-        throw KeylightError.noAppStorePurchase
+        throw unmapped ?? KeylightError.noAppStorePurchase
     }
     #endif
 }

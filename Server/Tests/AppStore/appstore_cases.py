@@ -183,19 +183,26 @@ def main():
     renewed = good.sign(dict(transaction(args.bundle, args.product, "Production", original=original, expires_ms=later), transactionId=str(4000000000000000 + uuid.uuid4().int % 10**15)))
     early_original = str(2000000000000000 + uuid.uuid4().int % 10**15)
     early = good.sign(transaction(args.bundle, args.product, "Production", original=early_original))
-    ended = good.sign(transaction(args.bundle, args.product, "Production", original=original, expires_ms=now_ms - 1000))
+    # EXPIRED names the last period paid for (the renewed one); a late one names an older period.
+    ended = good.sign(dict(transaction(args.bundle, args.product, "Production", original=original, expires_ms=later), transactionId=str(5000000000000000 + uuid.uuid4().int % 10**15)))
+    older = good.sign(transaction(args.bundle, args.product, "Production", original=original, expires_ms=now_ms - 1000))
+    resubscribed = good.sign(dict(transaction(args.bundle, args.product, "Production", original=original, expires_ms=later + month), transactionId=str(6000000000000000 + uuid.uuid4().int % 10**15)))
     notifications = {
         "did_renew": notification(good, args.bundle, "DID_RENEW", renewed),
         "refund_valid": notification(good, args.bundle, "REFUND", cases[0]["jws"]),
         "refund_early": notification(good, args.bundle, "REFUND", early),
         "expired": notification(good, args.bundle, "EXPIRED", ended, subtype="VOLUNTARY"),
+        "resubscribed": notification(good, args.bundle, "SUBSCRIBED", resubscribed, subtype="RESUBSCRIBE"),
+        "late_expired": notification(good, args.bundle, "EXPIRED", older, subtype="VOLUNTARY"),
+        "refund_reversed": notification(good, args.bundle, "REFUND_REVERSED", cases[0]["jws"]),
+        "other_app": notification(good, "com.other.app", "REFUND", cases[0]["jws"]),
         "tampered": notification(good, args.bundle, "REFUND", cases[0]["jws"])[:-8] + "AAAAAAAA",
         "wrong_root": notification(Chain(root=other_root), args.bundle, "REFUND", cases[0]["jws"]),
     }
     verdicts = {name: apple_notification_verdict(jws, root_der, args.bundle, "Production") for name, jws in notifications.items()}
     print(json.dumps({"cases": cases, "extra": extra, "notifications": notifications, "notification_verdicts": verdicts,
                       "renewed_expires": later // 1000, "early": early, "valid_original": valid_payload["originalTransactionId"],
-                      "subscription_original": original}))
+                      "subscription_original": original, "resubscribed_expires": (later + month) // 1000}))
 
 
 if __name__ == "__main__":

@@ -199,8 +199,23 @@ if status != 422 or answer.get("code") != "APPSTORE_TRANSACTION_REVOKED":
 status, answer = notify(N["expired"])
 if status != 200 or answer.get("outcome") != "expired":
     fail(f"EXPIRED: {status} {answer}")
+# Apple keeps the original transaction id when a customer resubscribes: the license comes back.
+status, answer = notify(N["resubscribed"])
+back = [l for l in admin("GET", "/tenants/store/products/app/licenses?limit=500")["licenses"] if l["payment_order_id"] == DATA["subscription_original"]]
+if status != 200 or answer.get("outcome") != "renewed" or back[0]["expires_at"] != DATA["resubscribed_expires"]:
+    fail(f"SUBSCRIBED after EXPIRED: {status} {answer} {back}")
+status, answer = notify(N["late_expired"])
+if status != 200 or answer.get("outcome") != "stale":
+    fail(f"an EXPIRED about an older period, arriving late: {status} {answer}")
+status, answer = notify(N["refund_reversed"])
+valid_license = [l for l in admin("GET", "/tenants/store/products/app/licenses?limit=500")["licenses"] if l["payment_order_id"] == DATA["valid_original"]]
+if status != 200 or answer.get("outcome") != "reinstated" or valid_license[0]["status"] != "active":
+    fail(f"REFUND_REVERSED: {status} {answer} {valid_license}")
+status, answer = notify(N["other_app"])
+if status != 200 or answer.get("outcome") != "ignored" or notify(N["other_app"])[1].get("outcome") != "duplicate":
+    fail(f"a notification for an app no product sells: {status} {answer}")
 audit = admin("GET", "/audit-log?tenant=store&limit=500")["entries"]
-if sum(1 for e in audit if e["action"] == "appstore.notification") != 4:
-    fail("each applied notification is audited once")
-ok("notifications: DID_RENEW extends once (a repeat is a duplicate), REFUND revokes (before an exchange too), EXPIRED lapses; each audited")
+if sum(1 for e in audit if e["action"] == "appstore.notification") != 8:
+    fail(f"each notification is audited once: {sum(1 for e in audit if e['action'] == 'appstore.notification')}")
+ok("notifications: DID_RENEW extends once (a repeat is a duplicate), REFUND revokes (before an exchange too), EXPIRED lapses, SUBSCRIBED after it reopens, a late EXPIRED is stale, REFUND_REVERSED reinstates, another app's is ignored; each audited")
 ok("every App Store exchange and notification path holds")

@@ -94,4 +94,17 @@ import Testing
         #expect(result.status != 0)
         #expect(result.stderr.contains("keylight: error"))
     }
+
+    /// A root file that holds no certificate is the operator's error, said before anything opens
+    /// (no database file is created, and nothing crashes).
+    @Test func anUnusableAppStoreRootFailsWithAClearError() async throws {
+        let directory = try temporaryDirectory()
+        let root = directory.appendingPathComponent("root.pem")
+        try Data("not a certificate".utf8).write(to: root)
+        let database = directory.appendingPathComponent("k.sqlite")
+        let result = try await CLI.run(["serve", "--port", "0", "--db", database.path, "--appstore-root-cert", root.path])
+        #expect(result.status == 1)
+        #expect(result.stderr.contains("keylight: error: cannot start: \(root.path) holds no PEM certificate"))
+        #expect(!FileManager.default.fileExists(atPath: database.path))
+    }
 }

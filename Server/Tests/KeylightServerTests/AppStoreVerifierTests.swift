@@ -35,3 +35,22 @@ import Testing
         #expect(await code(String(repeating: "A", count: AppStoreSignedData.maxBytes + 1)) == "APPSTORE_SIGNATURE_INVALID")
     }
 }
+
+extension AppStoreVerifierTests {
+    /// signedDate is read before anything is verified: one no certificate time can hold (past
+    /// the year 9999) must be a refusal, not a trap in the X.509 library.
+    @Test func anImpossibleSignedDateIsRefusedNotATrap() async throws {
+        let verifier = AppStoreSignedData(roots: try AppleRootCertificates.apple())
+        let root = AppleRootCertificates.appleRootCAG3DER.replacingOccurrences(of: "\n", with: "").replacingOccurrences(of: " ", with: "")
+        func part(_ json: String) -> String { Data(json.utf8).base64EncodedString().replacingOccurrences(of: "=", with: "").replacingOccurrences(of: "+", with: "-").replacingOccurrences(of: "/", with: "_") }
+        for date in ["300000000000000", "-5", "0", "1e300"] {
+            let jws = part(#"{"alg":"ES256","x5c":["\#(root)","\#(root)","\#(root)"]}"#) + "." + part(#"{"signedDate":\#(date)}"#) + ".AAAA"
+            do {
+                _ = try await verifier.verify(jws)
+                Issue.record("signedDate \(date) was accepted")
+            } catch {
+                #expect(error.code == "APPSTORE_SIGNATURE_INVALID", "signedDate \(date): \(error)")
+            }
+        }
+    }
+}

@@ -47,13 +47,16 @@ public func buildApplication(
     logger: Logger,
     onServerRunning: @escaping @Sendable (any Channel) async -> Void = { _ in }
 ) async throws -> KeylightServer {
+    // Read first: a bad root file is the operator's error, said before anything is opened.
+    let appStoreRoots = configuration.appStoreRootCertificateFiles.isEmpty
+        ? try AppleRootCertificates.apple() : try AppleRootCertificates.load(pemFiles: configuration.appStoreRootCertificateFiles)
     let database = if let url = configuration.databaseURL {
         try await PostgresStorage.open(url: url, poolSize: configuration.poolSize, searchPath: configuration.searchPath, logger: logger)
     } else {
         try await Database.sqlite(path: configuration.databasePath, poolSize: configuration.poolSize, logger: logger)
     }
     do {
-        return try await assemble(database: database, configuration: configuration, logger: logger, onServerRunning: onServerRunning)
+        return try await assemble(database: database, configuration: configuration, appStoreRoots: appStoreRoots, logger: logger, onServerRunning: onServerRunning)
     } catch {
         await database.close()
         throw error
@@ -63,6 +66,7 @@ public func buildApplication(
 func assemble(
     database: Database,
     configuration: ServerConfiguration,
+    appStoreRoots: AppleRootCertificates,
     logger: Logger,
     onServerRunning: @escaping @Sendable (any Channel) async -> Void
 ) async throws -> KeylightServer {
@@ -155,8 +159,6 @@ func assemble(
         database: database, sealer: sealer, api: PaddleHTTPAPI(client: httpClient, baseURL: configuration.paddleAPIBaseURL, timeout: configuration.paddleRequestTimeout),
         clock: clock, mailBuyers: configuration.mail != nil, logger: logger
     )
-    let appStoreRoots = configuration.appStoreRootCertificateFiles.isEmpty
-        ? try AppleRootCertificates.apple() : try AppleRootCertificates.load(pemFiles: configuration.appStoreRootCertificateFiles)
     let appStore = AppStoreExchange(licensing: licensing, sealer: sealer, verifier: AppStoreSignedData(roots: appStoreRoots))
     let adminRoutes = RouteTable(prefix: "/admin/v1")
     let router = buildRouter(

@@ -29,10 +29,8 @@ struct AppStoreExchange: Sendable {
             throw APIError.appStoreProductUnmapped
         }
         let now = licensing.clock.unixSeconds
-        guard transaction.revocationDate == nil,
-              try await !database.appStorePurchaseRevoked(tenantId: product.tenantId, originalTransactionId: transaction.originalTransactionId) else {
-            throw APIError.appStoreTransactionRevoked
-        }
+        // A REFUND or REVOKE notification is checked inside the mint's transaction (appStoreLicense).
+        guard transaction.revocationDate == nil else { throw APIError.appStoreTransactionRevoked }
         if let expires = transaction.expiresDate, expires <= now { throw APIError.appStoreTransactionExpired }
         let (license, sealedKey) = try await database.appStoreLicense(
             AppStorePurchase(tenantId: product.tenantId, productId: product.id, keyType: keyType, keyPrefix: product.keyPrefix, transaction: transaction),

@@ -9,7 +9,9 @@ import SQLKit
 /// - `REFUND`, `REVOKE`: the purchase's license is revoked (a purchase not yet exchanged is
 ///   remembered: its exchange is then refused);
 /// - `DID_RENEW`, `SUBSCRIBED`: its expiry moves forward to the transaction's `expiresDate`;
-/// - `EXPIRED`, `GRACE_PERIOD_EXPIRED`: it lapses (fallback access applies as for any license).
+/// - `EXPIRED`, `GRACE_PERIOD_EXPIRED`: it lapses (fallback access applies as for any license),
+///   unless a later period was paid for; a later payment reopens it (Apple keeps the id);
+/// - `REFUND_REVERSED`: what the refund revoked is reinstated.
 /// Anything else, or an app no product of the tenant sells, is `ignored`.
 struct AppStoreNotificationRoutes {
     let admin: AdminService
@@ -36,10 +38,18 @@ struct AppStoreNotificationRoutes {
             throw APIError.appStoreSignatureInvalid("the payload is not a notification")
         }
         let data = payload["data"]
-        guard let bundle = data["bundleId"].stringId, let environment = data["environment"].stringId,
-              let product = try await admin.database.products(tenantId: tenantId).first(where: { $0.appStoreBundleId == bundle }) else { return "ignored" }
-        guard product.acceptedAppStoreEnvironments.contains(environment) else { throw APIError.appStoreEnvironmentRefused }
-        guard let signedTransaction = data["signedTransactionInfo"].string else { return "ignored" }
+        let now = admin.clock.unixSeconds
+        let products = try await admin.database.products(tenantId: tenantId).filter { $0.appStoreBundleId != nil && $0.appStoreBundleId == data["bundleId"].stringId }
+        guard let environment = data["environment"].stringId, !products.isEmpty else {
+            return try await admin.database.ignoreAppStoreNotification(uuid: uuid, type: type, tenantId: tenantId, reason: "no product sells this app", now: now)
+        }
+        // Any of the app's products that accepts the environment takes it.
+        guard let product = products.first(where: { $0.acceptedAppStoreEnvironments.contains(environment) }), let bundle = product.appStoreBundleId else {
+            throw APIError.appStoreEnvironmentRefused
+        }
+        guard let signedTransaction = data["signedTransactionInfo"].string else {
+            return try await admin.database.ignoreAppStoreNotification(uuid: uuid, type: type, tenantId: tenantId, reason: "no signedTransactionInfo", now: now)
+        }
         let transactionPayload = try await verifier.verify(signedTransaction)
         guard let transaction = AppStoreTransaction(transactionPayload), transaction.bundleId == bundle else {
             throw APIError.appStoreSignatureInvalid("signedTransactionInfo is not this app's transaction")

@@ -43,10 +43,11 @@ struct AppStoreSignedData: Sendable {
         }
         // Judged at signedDate (receiptCreationDate for app transactions), as Apple's library judges
         // it offline: data signed while a certificate was valid stays valid after it expires.
-        guard let signedMilliseconds = (payload["signedDate"].value == nil ? payload["receiptCreationDate"] : payload["signedDate"]).int, signedMilliseconds > 0 else {
-            throw .appStoreSignatureInvalid("the payload has no signedDate")
+        // Bounded before it becomes a certificate time: an unverified payload chooses it.
+        guard let signedSeconds = AppStoreTransaction.seconds(payload["signedDate"].value == nil ? payload["receiptCreationDate"] : payload["signedDate"]) else {
+            throw .appStoreSignatureInvalid("the payload has no signedDate in 1970-2200")
         }
-        let signedDate = Date(timeIntervalSince1970: TimeInterval(signedMilliseconds / 1000))
+        let signedDate = Date(timeIntervalSince1970: TimeInterval(signedSeconds))
         var verifier = Verifier(rootCertificates: CertificateStore(roots.roots)) {
             RFC5280Policy(fixedExpiryValidationTime: signedDate)
             AppleMarkerPolicy()

@@ -30,11 +30,9 @@ struct AppleRootCertificates: Sendable {
         var roots: [Certificate] = []
         for path in pemFiles {
             guard let data = FileManager.default.contents(atPath: path) else { throw LoadError(description: "\(path) cannot be read") }
-            do {
-                roots += try PEMDocument.parseMultiple(pemString: String(decoding: data, as: UTF8.self)).map { try Certificate(pemDocument: $0) }
-            } catch {
-                throw LoadError(description: "\(path) holds no PEM certificate")
-            }
+            let certificates = (try? PEMDocument.parseMultiple(pemString: String(decoding: data, as: UTF8.self)).map { try Certificate(pemDocument: $0) }) ?? []
+            guard !certificates.isEmpty else { throw LoadError(description: "\(path) holds no PEM certificate") }
+            roots += certificates
         }
         guard !roots.isEmpty else { throw LoadError(description: "no App Store root certificate given") }
         return AppleRootCertificates(roots: roots)

@@ -26,11 +26,24 @@ extension Database {
     /// transaction moves the license's expiry forward to what it paid for. Answers the license
     /// and its sealed key.
     func appStoreLicense(_ purchase: AppStorePurchase, sealer: SecretSealer, now: Int64) async throws -> (License, sealedKey: String) {
-        let outbox = self.outbox
+        let (outbox, lock) = (self.outbox, lockRows(of: "merchant_orders"))
         let transaction = purchase.transaction
         return try await write { db in
+            // The purchase's refund marker, taken and locked first: a REFUND applied at the same
+            // moment either is seen here, or waits for this mint and then finds its license.
+            try await db.raw("""
+                INSERT INTO merchant_orders (tenant_id, provider, id, status, licenses, subscription_id, created_at, updated_at)
+                VALUES (\(bind: purchase.tenantId), 'appstore', \(bind: transaction.originalTransactionId), 'minted', 1, NULL, \(bind: now), \(bind: now))
+                ON CONFLICT DO NOTHING
+                """).run()
+            let marker = try await db.raw("""
+                SELECT status FROM merchant_orders WHERE tenant_id = \(bind: purchase.tenantId) AND provider = 'appstore' AND id = \(bind: transaction.originalTransactionId)\(lock)
+                """).first(decodingColumn: "status", as: String.self)
+            guard marker != "refunded" else { throw APIError.appStoreTransactionRevoked }
             let book = SubscriptionBook(db: db, tenantId: purchase.tenantId, now: now, eventId: transaction.transactionId, outbox: outbox, actor: AuditActor("appstore"), kind: .appStore)
             if let found = try await Self.appStoreLicense(db, tenantId: purchase.tenantId, original: transaction.originalTransactionId) {
+                // A purchase is one product's license: another product sharing the bundle has none for it.
+                guard found.0.productId == purchase.productId else { throw APIError.appStoreProductUnmapped }
                 if let expires = transaction.expiresDate { _ = try await book.apply(.paid(through: expires), to: transaction.originalTransactionId) }
                 return try await Self.appStoreLicense(db, tenantId: purchase.tenantId, original: transaction.originalTransactionId) ?? found
             }
@@ -128,6 +141,21 @@ extension Database {
                     try await outbox.enqueue(WebhookEvent(type: .licenseRevoked, tenantId: tenantId, at: now, data: .init(license: license, source: actor.name)), on: db)
                 }
                 outcome = revoked.isEmpty ? "no_license" : "revoked"
+            case "REFUND_REVERSED":
+                // Apple took the refund back: the purchase is paid again, and what its refund revoked is reinstated.
+                try await db.raw("""
+                    UPDATE merchant_orders SET status = 'minted', updated_at = \(bind: now)
+                    WHERE tenant_id = \(bind: tenantId) AND provider = 'appstore' AND id = \(bind: original) AND status = 'refunded'
+                    """).run()
+                let reinstated = try await db.raw("""
+                    UPDATE licenses SET status = 'active', updated_at = \(bind: now)
+                    WHERE tenant_id = \(bind: tenantId) AND payment_source = 'appstore' AND payment_order_id = \(bind: original) AND status = 'revoked'
+                    RETURNING \(Self.licenseColumns)
+                    """).all(decoding: License.self)
+                for license in reinstated {
+                    try await Self.audit(db, at: now, actor: actor, action: "license.reinstate", tenantId: tenantId, target: license.id, details: ["event": uuid, "reason": "appstore REFUND_REVERSED"])
+                }
+                outcome = reinstated.isEmpty ? "no_license" : "reinstated"
             case "DID_RENEW", "SUBSCRIBED":
                 guard let expires = transaction.expiresDate else { outcome = "ignored"; break }
                 outcome = Self.outcomeName(try await book.apply(.paid(through: expires), to: original))
@@ -155,10 +183,19 @@ extension Database {
         }
     }
 
-    /// Whether a REFUND or REVOKE notification named this purchase.
-    func appStorePurchaseRevoked(tenantId: String, originalTransactionId: String) async throws -> Bool {
-        try await sql.raw("""
-            SELECT status FROM merchant_orders WHERE tenant_id = \(bind: tenantId) AND provider = 'appstore' AND id = \(bind: originalTransactionId)
-            """).first(decodingColumn: "status", as: String.self) == "refunded"
+    /// Records (once, audited) a notification Keylight does nothing with: no product of the
+    /// tenant sells its app, or it names no transaction. Answers `ignored`, or `duplicate`.
+    func ignoreAppStoreNotification(uuid: String, type: String, tenantId: String, reason: String, now: Int64) async throws -> String {
+        try await write { db in
+            guard try await db.raw("""
+                INSERT INTO merchant_events (tenant_id, provider, id, type, outcome, occurred_at, attempts, sealed_event, received_at, updated_at)
+                VALUES (\(bind: tenantId), 'appstore', \(bind: uuid), \(bind: type), 'ignored', NULL, 1, NULL, \(bind: now), \(bind: now))
+                ON CONFLICT DO NOTHING RETURNING id
+                """).first() != nil else { return "duplicate" }
+            try await Self.audit(db, at: now, actor: AuditActor("appstore"), action: "appstore.notification", tenantId: tenantId, target: uuid, details: [
+                "notification": uuid, "type": type, "outcome": "ignored", "reason": reason,
+            ])
+            return "ignored"
+        }
     }
 }

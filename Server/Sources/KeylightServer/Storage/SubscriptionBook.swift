@@ -29,6 +29,12 @@ struct SubscriptionBook: Sendable {
         /// App Store subscriptions, named by their `originalTransactionId`.
         case appStore
 
+        /// Whether a payment past an end reopens the subscription (the App Store's keep their id).
+        var reopensOnPayment: Bool {
+            if case .appStore = self { return true }
+            return false
+        }
+
         /// The `provider` column and `payment_source` of the merchant-like kinds.
         var source: String? {
             switch self {
@@ -110,13 +116,19 @@ struct SubscriptionBook: Sendable {
             """).run()
     }
 
-    /// Records a paid period's end; the latest one reported stays.
+    /// Records a paid period's end; the latest one reported stays. An App Store subscription keeps
+    /// its `originalTransactionId` when it is resubscribed or recovers from billing trouble, so
+    /// there a payment past its end reopens it; Stripe's and the merchants' ended subscriptions
+    /// stay ended (a new subscription is a new id).
     func recordPaidThrough(_ id: String, _ paidThrough: Int64) async throws {
+        let reopens = SQLQueryString(kind.reopensOnPayment ? "1 = 1" : "1 = 0")
         try await db.raw("""
             INSERT INTO \(table) (\(keyColumns), paid_through, ended_at, updated_at) VALUES (\(keyValues(id)), \(bind: paidThrough), NULL, \(bind: now))
             ON CONFLICT (\(keyColumns)) DO UPDATE SET
                 paid_through = CASE WHEN \(table).paid_through IS NULL OR excluded.paid_through > \(table).paid_through
                                     THEN excluded.paid_through ELSE \(table).paid_through END,
+                ended_at = CASE WHEN \(reopens) AND \(table).ended_at IS NOT NULL AND excluded.paid_through > \(table).ended_at
+                                THEN NULL ELSE \(table).ended_at END,
                 updated_at = excluded.updated_at
             """).run()
     }
@@ -167,6 +179,10 @@ struct SubscriptionBook: Sendable {
     func apply(_ change: Change, to subscription: String) async throws -> Effect {
         switch change {
         case .ended(let at):
+            // An App Store end older than a period paid since (a late EXPIRED) ends nothing.
+            if kind.reopensOnPayment, let paid = try await state(subscription)?.paidThrough, paid > at {
+                return try await hasLicenses(subscription) ? .stale : .noLicense
+            }
             let endedAt = min(at, now)
             try await recordEnd(subscription, at: endedAt)
             if try await !expireLicenses(subscription, at: endedAt).isEmpty { return .expired }
