@@ -130,10 +130,9 @@ struct MailDeliveryTests {
         let directory = try temporaryDirectory()
         let live = directory.appendingPathComponent("live.sqlite").path
         // The SMTP server is down while the license is minted: its mail stays in the outbox.
-        let probe = try await SMTPServerProcess(folder: directory.appendingPathComponent("probe"))
-        let downPort = probe.port
-        await probe.stop()
-        let server = try await ServerProcess(database: live, environment: Self.passwordEnvironment, arguments: Self.mailArguments(nil, port: downPort, tls: "none"))
+        // Port 1, where nothing listens: a port freed by a stopped server can be taken by another
+        // test's SMTP server under a parallel run, which would take or refuse the mail.
+        let server = try await ServerProcess(database: live, environment: Self.passwordEnvironment, arguments: Self.mailArguments(nil, port: 1, tls: "none"))
         let (sdkKey, seededKey, seededId) = try await server.seedLicense(token: "t")
         let queued = try await Self.mint(server, email: "queued@example.com")
         let queuedKey = try #require(queued.body["license_key"] as? String)
@@ -153,7 +152,9 @@ struct MailDeliveryTests {
             database: restored, environment: ["KEYLIGHT_ADMIN_TOKEN": "t", "KEYLIGHT_SMTP_PASSWORD": SMTPServerProcess.password],
             arguments: Self.mailArguments(smtp, tls: "none") + ["--master-key-file", keyFile]
         )
-        let first = try await smtp.waitForMessages(1)
+        // The restored outbox keeps the row's back-off (seconds after a few failed tries), so this
+        // waits longer than a fresh mail would need.
+        let first = try await smtp.waitForMessages(1, limit: .seconds(45))
         try #require(first.count == 1)
         #expect(try smtp.envelope(first[0])["rcpt_tos"] as? [String] == ["queued@example.com"])
         #expect((try await SMTPServerProcess.read(first[0])["text"] as? String)?.contains(queuedKey) == true)

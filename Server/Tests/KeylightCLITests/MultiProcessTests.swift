@@ -44,8 +44,10 @@ struct MultiProcessTests {
             for index in 0..<600 {
                 let server = servers[index % 3]
                 group.addTask {
+                    // The deadline counts the wait for one of the client's pooled connections: 600
+                    // requests queue behind a few, which under a loaded machine takes more than 30 s.
                     let reply = try await server.request(.POST, "/acme/app/activate", headers: [("X-Keylight-SDK-Key", sdkKey)],
-                                                          json: #"{"license_key":"\#(key)","instance_name":"n","machine_hash":"m\#(index)"}"#, using: http)
+                                                          json: #"{"license_key":"\#(key)","instance_name":"n","machine_hash":"m\#(index)"}"#, timeout: .seconds(120), using: http)
                     return (reply.status, reply.body["instance_id"] as? String)
                 }
             }
