@@ -30,8 +30,8 @@ struct ServerBenchmarks: AsyncParsableCommand {
     @Option(help: "SQLite connection pool size.")
     var poolSize = ServerConfiguration().poolSize
 
-    @Option(help: "Comma-separated phases to run: healthz, validate, signed, activate, large, cpu, footprint.")
-    var phases = "healthz,validate,signed,activate,large,cpu"
+    @Option(help: "Comma-separated phases to run: healthz, validate, telemetry, signed, activate, large, cpu, footprint.")
+    var phases = "healthz,validate,telemetry,signed,activate,large,cpu"
 
     @Option(help: "Seconds of validate load on the large database before its memory is read (footprint phase).")
     var footprintSeconds = 60
@@ -62,6 +62,22 @@ struct ServerBenchmarks: AsyncParsableCommand {
                 ]
             }
             emit("server.validate", result, extra: extra)
+        }
+        if selected.contains("telemetry") {
+            // Validate with and without the hosted clients' telemetry, alternately, so machine noise
+            // hits both alike: what reading and recording it costs on the hottest path.
+            var plain: [Wrk.Result] = []
+            var withTelemetry: [Wrk.Result] = []
+            for _ in 0..<rounds {
+                plain.append(try await small.validate(with: wrk))
+                withTelemetry.append(try await small.validate(with: wrk, script: WrkScripts.telemetryValidate))
+            }
+            let plainRate = median(plain.map(\.requestsPerSecond))
+            let telemetryRate = median(withTelemetry.map(\.requestsPerSecond))
+            print(#"{"benchmark":"server.validate_telemetry","rounds":\#(rounds),"plain_ops_per_sec":\#(String(format: "%.1f", plainRate)),"# +
+                  #""telemetry_ops_per_sec":\#(String(format: "%.1f", telemetryRate)),"ratio":\#(String(format: "%.3f", telemetryRate / plainRate)),"# +
+                  #""plain_p99_ms":\#(String(format: "%.3f", median(plain.map(\.p99ms)))),"telemetry_p99_ms":\#(String(format: "%.3f", median(withTelemetry.map(\.p99ms)))),"# +
+                  #""errors":\#((plain + withTelemetry).map(\.errors).reduce(0, +)),"non_2xx":\#((plain + withTelemetry).map(\.non2xx).reduce(0, +))}"#)
         }
         if selected.contains("signed") {
             // Signed and unsigned validate alternately, so machine noise hits both alike. Both legs

@@ -62,6 +62,28 @@ enum WrkScripts {
     end
     """ + "\n" + report
 
+    /// `validate` with the telemetry the hosted C# client sends on every call (protocol 6.8), so
+    /// its cost (read, cut, carried to the activity buffer) is measured against the plain body.
+    static let telemetryValidate = threads + "\n" + """
+    local entries = {}
+    local index = 0
+    init = function(args)
+      for line in io.lines(args[1]) do
+        local key, instance = line:match("(%S+) (%S+)")
+        table.insert(entries, '{"license_key":"' .. key .. '","instance_id":"' .. instance .. '","app_version":"2.1.0","sdk_version":"0.5.0",' ..
+          '"platform":"windows","sdk":"csharp","cpu_cores":"5-8","memory":"16-32GB","os_version":"10.0.22631","arch":"x86_64","sdk_trial_duration_days":14}')
+      end
+      seed(args)
+      index = math.random(#entries)
+      wrk.headers["X-Keylight-SDK-Key"] = args[2]
+      wrk.headers["Content-Type"] = "application/json; charset=utf-8"
+    end
+    request = function()
+      index = index % #entries + 1
+      return wrk.format("POST", nil, nil, entries[index])
+    end
+    """ + "\n" + report
+
     /// `validate` at a set pace: each connection waits `args[5]` milliseconds between requests,
     /// so the offered rate is connections x 1000 / pace, whatever the server could take.
     static let pacedValidate = validate + "\n" + """

@@ -2,6 +2,7 @@ import Foundation
 import HTTPTypes
 import KeylightCore
 @testable import KeylightServer
+import KeylightTestSupport
 import Testing
 
 /// Protocol 6.1: what the hosted service's clients and migrated customers need from this server.
@@ -81,8 +82,11 @@ import Testing
                 "sdk_version": long, "platform": "macos\u{7}", "app_version": "2.0 (build " + long + ")",
             ], seed: seed)
             #expect(activated.status == .ok, "\(activated.text)")
-            let wrongType = try await client.sdkRaw("activate", body: #"{"license_key":"\#(seed.licenseKey)","instance_name":"Mac","app_version":42}"#, seed: seed)
-            #expect(wrongType.status == .badRequest)
+            // Protocol 6.8: telemetry is never a reason to refuse; a number is read as its text.
+            let wrongType = try await client.sdkRaw("activate", body: #"{"license_key":"\#(seed.licenseKey)","instance_name":"Mac","app_version":42,"platform":{"os":"mac"}}"#, seed: seed)
+            #expect(wrongType.status == .ok, "\(wrongType.text)")
+            let instance = try #require(wrongType["instance_id"] as? String)
+            #expect(try await eventually { try await client.count("SELECT COUNT(*) AS n FROM instances WHERE id = '\(instance)' AND app_version = '42' AND platform IS NULL") == 1 })
         }
     }
 }

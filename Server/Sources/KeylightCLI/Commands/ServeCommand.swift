@@ -119,6 +119,9 @@ struct ServeCommand: AsyncParsableCommand {
     @Option(help: "The sender of buyers' mail, as \"Acme Sales <sales@acme.example>\" (also KEYLIGHT_MAIL_FROM).")
     var mailFrom: String?
 
+    @Option(help: "Days the insights keep per-device rows (31-3650); daily totals are kept for good.")
+    var insightsRetentionDays = 90
+
     enum LogFormat: String, ExpressibleByArgument { case text, json }
 
     func run() async throws {
@@ -178,6 +181,11 @@ struct ServeCommand: AsyncParsableCommand {
             }
             configuration.trustedProxies = proxies
         }
+        guard (31...3_650).contains(insightsRetentionDays) else {
+            Standard.error("keylight: error: --insights-retention-days must be 31-3650 (the longest window is 30 days)")
+            throw ExitCode(64)
+        }
+        configuration.insightsRetentionDays = Int64(insightsRetentionDays)
         if let backupDir {
             guard (1...100_000).contains(backupKeep), backupEvery.seconds >= 60 else {
                 Standard.error("keylight: error: --backup-keep must be 1-100000 and --backup-every at least 1m")

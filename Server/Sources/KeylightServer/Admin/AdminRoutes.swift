@@ -23,6 +23,12 @@ struct AdminRoutes {
     let limits: ServerLimits
     let table: RouteTable
 
+    /// The product and the checked insights query of an insights request.
+    private func insightsQuery(_ request: Request, _ context: KeylightRequestContext, extra: Set<String>) async throws -> (Product, InsightsQuery) {
+        let product = try await service.requireProduct(tenantId: try context.parameters.require("tenant"), productId: try context.parameters.require("product"))
+        return (product, try InsightsQuery(request: request, today: service.insights.today, extra: extra))
+    }
+
     func register(on router: some RouterMethods<KeylightRequestContext>, tokenHash: [UInt8]) {
         let group = router.group("/admin/v1").add(middleware: AdminAuthMiddleware(tokenHash: tokenHash))
         let admin = AdminRouter(group: group, limits: limits, idempotency: IdempotencyKeys(database: service.database, sealer: service.sealer, clock: service.clock), table: table)
@@ -67,6 +73,15 @@ struct AdminRoutes {
                 body, actor: actor
             )
             return try JSONBody.response(LicenseBody(license: license, now: service.clock.unixSeconds, licenseKey: key.text), status: .created)
+        }
+        admin.get("/tenants/:tenant/products/:product/insights") { request, context in
+            let (product, query) = try await insightsQuery(request, context, extra: [])
+            return try JSONBody.response(InsightsBody(try await service.insights.report(tenantId: product.tenantId, productId: product.id, query: query)))
+        }
+        admin.get("/tenants/:tenant/products/:product/insights.csv") { request, context in
+            let table = try InsightsCSV(query: request.uri.queryParameters.get("table"))
+            let (product, query) = try await insightsQuery(request, context, extra: ["table"])
+            return table.response(try await service.insights.report(tenantId: product.tenantId, productId: product.id, query: query), tenantId: product.tenantId, productId: product.id)
         }
         admin.get("/tenants/:tenant/products/:product/licenses") { request, context in
             let query = request.uri.queryParameters

@@ -18,11 +18,14 @@ final class AdminService: Sendable {
     let clock: any WallClock
     let licensing: LicensingService
     let signer: ResponseSigner
+    /// The insights (devices, trial funnel, quiet licenses) the API and the dashboard show.
+    let insights: InsightsService
     /// Which webhook endpoint addresses are accepted (literal addresses are checked at
     /// registration, names at every delivery).
     let addressPolicy: AddressPolicy
 
-    init(database: Database, keyRing: KeyRing, sealer: SecretSealer, clock: any WallClock, licensing: LicensingService, signer: ResponseSigner, addressPolicy: AddressPolicy = .publicOnly, mailFrom: MailAddress? = nil, publicURL: String? = nil) {
+    init(database: Database, keyRing: KeyRing, sealer: SecretSealer, clock: any WallClock, licensing: LicensingService, signer: ResponseSigner, addressPolicy: AddressPolicy = .publicOnly, mailFrom: MailAddress? = nil, publicURL: String? = nil, insightsRetentionDays: Int64 = 90) {
+        self.insights = InsightsService(database: database, clock: clock, retentionDays: insightsRetentionDays)
         self.mailFrom = mailFrom
         self.publicURL = publicURL
         self.addressPolicy = addressPolicy

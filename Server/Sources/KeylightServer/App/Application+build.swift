@@ -112,7 +112,7 @@ func assemble(
     let addressPolicy = AddressPolicy(allowPrivate: configuration.webhookAllowPrivate)
     let admin = AdminService(
         database: database, keyRing: keyRing, sealer: sealer, clock: clock, licensing: licensing, signer: signer, addressPolicy: addressPolicy,
-        mailFrom: configuration.mail?.from, publicURL: configuration.publicURL
+        mailFrom: configuration.mail?.from, publicURL: configuration.publicURL, insightsRetentionDays: configuration.insightsRetentionDays
     )
 
     // One outbound client for Stripe (webhook deliveries make their own, see the transport);
@@ -184,6 +184,7 @@ func assemble(
             AtShutdown { await hasher.shutdown() },
             PeriodicService.sweepingSeats(of: database, every: configuration.seatSweepInterval, clock: clock, metrics: metrics, logger: logger),
             PeriodicService(interval: configuration.customerLookupInterval, tick: { await lookups.lookUpDue() }),
+            PeriodicService(interval: configuration.insightsRollupInterval, tick: { [insights = admin.insights] in await insights.rollUpAndPrune(logger: logger) }),
         ] + backups + mail + [
             PeriodicService(interval: .seconds(600), tick: {
                 _ = try? await sessions.purgeExpired()

@@ -91,6 +91,10 @@ public struct ServerConfiguration: Sendable {
     /// Keyless (trial, free-tier) installs that never bought a license are forgotten after this
     /// many days without a check-in.
     public var keylessRetentionDays: Int64 = 90
+    /// Days the insights keep per-device rows (`device_days`), at least 31; daily roll-ups are kept for good.
+    public var insightsRetentionDays: Int64 = 90
+    /// How often the insights roll up finished days and prune per-device rows past retention.
+    public var insightsRollupInterval: Duration = .seconds(3_600)
     /// Stripe's REST API (`KEYLIGHT_STRIPE_API_BASE`); tests point it at a local server.
     public var stripeAPIBaseURL = "https://api.stripe.com"
     /// Paddle's API for buyers' addresses; nil = `api.paddle.com` or, for a tenant set to

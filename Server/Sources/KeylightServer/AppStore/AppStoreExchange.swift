@@ -2,14 +2,11 @@ import Foundation
 import KeylightCore
 
 /// `POST /{tenant}/{product}/appstore/activate`.
-struct AppStoreActivateRequest: Decodable, TelemetryFields {
+struct AppStoreActivateRequest: Decodable {
     /// The StoreKit 2 transaction's `jwsRepresentation`.
     var signed_transaction: String?
     var instance_name: String?
     var machine_hash: String?
-    var sdk_version: String?
-    var platform: String?
-    var app_version: String?
 }
 
 /// Turns an App Store purchase into the license any other purchase makes, and activates it as
@@ -20,7 +17,8 @@ struct AppStoreExchange: Sendable {
     let verifier: AppStoreSignedData
     var database: Database { licensing.database }
 
-    func activate(_ body: AppStoreActivateRequest, product: Product) async throws -> ActivateResponse {
+    func activate(_ request: SDKBody<AppStoreActivateRequest>, product: Product) async throws -> ActivateResponse {
+        let body = request.fields
         let signed = try Field.required(body.signed_transaction, "signed_transaction", max: AppStoreSignedData.maxBytes)
         let name = try Field.required(body.instance_name.map { Field.cut($0, maxBytes: 256) }, "instance_name", max: 256)
         let machineHash = try Field.optional(body.machine_hash, "machine_hash", max: 128)
@@ -40,7 +38,7 @@ struct AppStoreExchange: Sendable {
         try licensing.limitLicense(try LicenseKey(key))
         let (instanceId, grant) = try await licensing.activateInstance(
             keyHash: license.keyHash, product: product, name: name, machineHash: machineHash, existingId: nil,
-            freeTierId: nil, deviceKey: nil, change: .app, now: now
+            freeTierId: nil, deviceKey: nil, change: .app, now: now, telemetry: request.telemetry
         )
         return ActivateResponse(
             instanceId: instanceId, licenseExpiresAt: grant.expiresAt,

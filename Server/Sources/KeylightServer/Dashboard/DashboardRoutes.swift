@@ -68,6 +68,7 @@ struct DashboardRoutes: Sendable {
         AccountController(dashboard: self).register(on: dashboard)
         TenantsController(dashboard: self).register(on: dashboard)
         ProductsController(dashboard: self).register(on: dashboard)
+        InsightsController(dashboard: self).register(on: dashboard)
         LicensesController(dashboard: self).register(on: dashboard)
         SigningKeysController(dashboard: self).register(on: dashboard)
         AuditController(dashboard: self).register(on: dashboard)

@@ -34,57 +34,90 @@ final class ActivityBuffer: Sendable {
         var times: [String: Int64] = [:]
         var usage: [UsageDay: UsageCount] = [:]
         var keyless: [KeylessInstall: KeylessSighting] = [:]
-        var isEmpty: Bool { times.isEmpty && usage.isEmpty && keyless.isEmpty }
+        /// Instances whose telemetry or day changed since they were last written, by instance and
+        /// day (a device seen either side of midnight within one flush is seen on both days).
+        var devices: [InstanceDay: DeviceSighting] = [:]
+        var isEmpty: Bool { times.isEmpty && usage.isEmpty && keyless.isEmpty && devices.isEmpty }
+    }
+
+    /// What is pending, and each instance's sighting as last queued: an instance that validates
+    /// all day with the same app costs one `device_days` write that day, not one per flush.
+    fileprivate struct State {
+        var batch = Batch()
+        var recorded: [String: DeviceSighting] = [:]
     }
 
     /// Keyless check-ins held between two flushes, at most.
     let maxPendingKeyless: Int
-    private let pending = NIOLockedValueBox(Batch())
+    /// Instances remembered as recorded, at most; past it the memory starts again (costing one
+    /// more write per instance, never a lost one).
+    let maxRecorded: Int
+    private let state = NIOLockedValueBox(State())
 
-    init(maxPendingKeyless: Int = 10_000) {
+    init(maxPendingKeyless: Int = 10_000, maxRecorded: Int = 200_000) {
         self.maxPendingKeyless = maxPendingKeyless
+        self.maxRecorded = maxRecorded
     }
 
     /// A keyless check-in; false when the buffer is full and it was dropped.
     @discardableResult
     func sawKeyless(_ install: KeylessInstall, _ sighting: KeylessSighting) -> Bool {
-        pending.withLockedValue { pending in
-            if let earlier = pending.keyless[install] {
-                if earlier.at <= sighting.at { pending.keyless[install] = sighting.merged(after: earlier) }
+        state.withLockedValue { state in
+            if let earlier = state.batch.keyless[install] {
+                if earlier.at <= sighting.at { state.batch.keyless[install] = sighting.merged(after: earlier) }
                 return true
             }
-            guard pending.keyless.count < maxPendingKeyless else { return false }
-            pending.keyless[install] = sighting
+            guard state.batch.keyless.count < maxPendingKeyless else { return false }
+            state.batch.keyless[install] = sighting
             return true
         }
     }
 
-    /// A successful validation: the instance's last-seen time and the product's count, under one lock (the hot path).
-    func validated(instanceId: String, tenantId: String, productId: String, at time: Int64) {
-        let key = UsageDay(tenantId: tenantId, productId: productId, day: time.flooringDivided(by: 86_400))
-        pending.withLockedValue { pending in
-            if (pending.times[instanceId] ?? .min) < time { pending.times[instanceId] = time }
-            pending.usage[key, default: UsageCount()] += UsageCount(validations: 1)
+    /// A successful validation: the instance's last-seen time, the product's count and the
+    /// device's telemetry, under one lock (the hot path).
+    func validated(instanceId: String, tenantId: String, productId: String, at time: Int64, telemetry: Telemetry = Telemetry()) {
+        let day = time.flooringDivided(by: 86_400)
+        let key = UsageDay(tenantId: tenantId, productId: productId, day: day)
+        state.withLockedValue { state in
+            if (state.batch.times[instanceId] ?? .min) < time { state.batch.times[instanceId] = time }
+            state.batch.usage[key, default: UsageCount()] += UsageCount(validations: 1)
+            state.sighted(instanceId, DeviceSighting(tenantId: tenantId, productId: productId, day: day, telemetry: telemetry), limit: maxRecorded)
         }
     }
 
-    /// A successful activation, counted for the product's day at `time`.
-    func activated(tenantId: String, productId: String, at time: Int64) {
-        let key = UsageDay(tenantId: tenantId, productId: productId, day: time.flooringDivided(by: 86_400))
-        pending.withLockedValue { pending in pending.usage[key, default: UsageCount()] += UsageCount(activations: 1) }
+    /// A successful activation, counted for the product's day at `time`; with the app's
+    /// telemetry, the device is seen that day too.
+    func activated(tenantId: String, productId: String, at time: Int64, instanceId: String? = nil, telemetry: Telemetry? = nil) {
+        let day = time.flooringDivided(by: 86_400)
+        let key = UsageDay(tenantId: tenantId, productId: productId, day: day)
+        state.withLockedValue { state in
+            state.batch.usage[key, default: UsageCount()] += UsageCount(activations: 1)
+            if let instanceId, let telemetry {
+                state.sighted(instanceId, DeviceSighting(tenantId: tenantId, productId: productId, day: day, telemetry: telemetry), limit: maxRecorded)
+            }
+        }
+    }
+
+    /// A re-activation of an instance the app already held: seen, not counted again.
+    func reactivated(tenantId: String, productId: String, at time: Int64, instanceId: String, telemetry: Telemetry) {
+        let sighting = DeviceSighting(tenantId: tenantId, productId: productId, day: time.flooringDivided(by: 86_400), telemetry: telemetry)
+        state.withLockedValue { state in state.sighted(instanceId, sighting, limit: maxRecorded) }
     }
 
     func drain() -> Batch {
-        pending.withLockedValue { pending in
-            defer { pending = Batch() }
-            return pending
+        state.withLockedValue { state in
+            defer { state.batch = Batch() }
+            return state.batch
         }
     }
 
     func restore(_ batch: Batch) {
-        pending.withLockedValue { pending in
+        state.withLockedValue { state in
+            var pending = state.batch
+            defer { state.batch = pending }
             for (id, time) in batch.times where (pending.times[id] ?? .min) < time { pending.times[id] = time }
             for (key, count) in batch.usage { pending.usage[key, default: UsageCount()] += count }
+            for (id, sighting) in batch.devices where pending.devices[id] == nil { pending.devices[id] = sighting }
             for (install, sighting) in batch.keyless {
                 if let newer = pending.keyless[install] {
                     pending.keyless[install] = newer.merged(after: sighting)
@@ -94,6 +127,22 @@ final class ActivityBuffer: Sendable {
             }
         }
     }
+}
+
+extension ActivityBuffer.State {
+    /// Queues the instance's sighting unless the same one (day and telemetry) was queued before.
+    mutating func sighted(_ instanceId: String, _ sighting: DeviceSighting, limit: Int) {
+        guard recorded[instanceId] != sighting else { return }
+        if recorded.count >= limit { recorded.removeAll(keepingCapacity: true) }
+        recorded[instanceId] = sighting
+        batch.devices[InstanceDay(instanceId: instanceId, day: sighting.day)] = sighting
+    }
+}
+
+/// One instance on one day.
+struct InstanceDay: Hashable, Sendable {
+    var instanceId: String
+    var day: Int64
 }
 
 /// One keyless install of one product.
@@ -108,10 +157,15 @@ struct KeylessSighting: Sendable, Equatable {
     var state: String
     var machineHash: String?
     var at: Int64
+    var telemetry = Telemetry()
+
+    /// A known install's check-in is stored again only after this long, unless its state
+    /// changed (protocol 6.8); one inside the window is answered and not written.
+    static let storeInterval: Int64 = 6 * 3_600
 
     /// This (later) sighting, keeping an earlier machine hash when this one has none.
     func merged(after earlier: KeylessSighting) -> KeylessSighting {
-        KeylessSighting(state: state, machineHash: machineHash ?? earlier.machineHash, at: max(at, earlier.at))
+        KeylessSighting(state: state, machineHash: machineHash ?? earlier.machineHash, at: max(at, earlier.at), telemetry: telemetry)
     }
 }
 
@@ -131,7 +185,7 @@ extension PeriodicService {
             let batch = buffer.drain()
             guard !batch.isEmpty else { return }
             do {
-                try await database.touchInstances(batch.times, usage: batch.usage, keyless: batch.keyless)
+                try await database.touchInstances(batch.times, usage: batch.usage, keyless: batch.keyless, devices: batch.devices)
             } catch {
                 if final {
                     unwritten.record(batch)

@@ -71,7 +71,8 @@ final class LicensingService: Sendable {
 
     // MARK: Actions
 
-    func activate(_ body: ActivateRequest, product: Product) async throws -> ActivateResponse {
+    func activate(_ request: SDKBody<ActivateRequest>, product: Product) async throws -> ActivateResponse {
+        let body = request.fields
         let key = try Field.licenseKey(body.license_key)
         // Cut, not refused (protocol 6.8): the hosted C# client names a device by its whole OS description.
         let name = try Field.required(body.instance_name.map { Field.cut($0, maxBytes: 256) }, "instance_name", max: 256)
@@ -82,7 +83,7 @@ final class LicensingService: Sendable {
         let now = clock.unixSeconds
         let (instanceId, grant) = try await activateInstance(
             keyHash: key.keyHash, product: product, name: name, machineHash: machineHash, existingId: existingId,
-            freeTierId: freeTierId, deviceKey: nil, change: .app, now: now
+            freeTierId: freeTierId, deviceKey: nil, change: .app, now: now, telemetry: request.telemetry
         )
         return ActivateResponse(
             instanceId: instanceId, licenseExpiresAt: grant.expiresAt,
@@ -95,7 +96,7 @@ final class LicensingService: Sendable {
     /// (protocol 6.3: the key is the customer's proof of ownership), so the app can offer to free one.
     func activateInstance(
         keyHash: String, product: Product, name: String, machineHash: String?, existingId: String?,
-        freeTierId: String?, deviceKey: String?, change: InstanceChange, now: Int64
+        freeTierId: String?, deviceKey: String?, change: InstanceChange, now: Int64, telemetry: Telemetry? = nil
     ) async throws -> (instanceId: String, grant: LicenseGrant) {
         var attempt = 0
         let newInstanceId = UUID().uuidString.lowercased()
@@ -136,16 +137,18 @@ final class LicensingService: Sendable {
             case .activated(let instanceId, let grant), .existing(let instanceId, let grant):
                 if case .activated = outcome {
                     metrics.recordActivation("activated")
-                    activity.activated(tenantId: product.tenantId, productId: product.id, at: now)
+                    activity.activated(tenantId: product.tenantId, productId: product.id, at: now, instanceId: instanceId, telemetry: telemetry)
                 } else {
                     metrics.recordActivation("existing")
+                    if let telemetry { activity.reactivated(tenantId: product.tenantId, productId: product.id, at: now, instanceId: instanceId, telemetry: telemetry) }
                 }
                 return (instanceId, grant)
             }
         }
     }
 
-    func validate(_ body: ValidateRequest, product: Product) async throws -> ValidateResponse {
+    func validate(_ request: SDKBody<ValidateRequest>, product: Product) async throws -> ValidateResponse {
+        let body = request.fields
         let key = try Field.licenseKey(body.license_key)
         let instanceId = try Field.identifier(body.instance_id, "instance_id")
         let machineHash = try Field.optional(body.machine_hash, "machine_hash", max: 128)
@@ -182,7 +185,7 @@ final class LicensingService: Sendable {
         // a week-long lease would end its offline life a week later.
         let ttl = grant.instanceDeviceKey == nil ? grant.onlineLeaseTTL : Int64(grant.offlineLeaseDays) * 86_400
         let lease = try await lease(for: grant, tenantId: product.tenantId, instanceId: instanceId, now: now, ttl: ttl)
-        activity.validated(instanceId: instanceId, tenantId: product.tenantId, productId: product.id, at: now)
+        activity.validated(instanceId: instanceId, tenantId: product.tenantId, productId: product.id, at: now, telemetry: request.telemetry)
         metrics.recordValidation(lease.status == .active ? "valid" : lease.status.rawValue)
         return ValidateResponse(
             valid: lease.status != .expired, licenseExpiresAt: grant.expiresAt, lease: lease,
@@ -214,7 +217,8 @@ final class LicensingService: Sendable {
         }
     }
 
-    func keyless(_ body: KeylessRequest, product: Product) async throws -> KeylessResponse {
+    func keyless(_ request: SDKBody<KeylessRequest>, product: Product) async throws -> KeylessResponse {
+        let body = request.fields
         let instanceId = try Field.identifier(body.instance_id, "instance_id")
         let state = try Field.required(body.state, "state", max: 16)
         guard KeylessRequest.states.contains(state) else { throw APIError.invalidRequest("Field state must be trial, free_tier or expired.") }
@@ -222,7 +226,7 @@ final class LicensingService: Sendable {
         let now = clock.unixSeconds
         activity.sawKeyless(
             KeylessInstall(tenantId: product.tenantId, productId: product.id, instanceId: instanceId),
-            KeylessSighting(state: state, machineHash: machineHash, at: now)
+            KeylessSighting(state: state, machineHash: machineHash, at: now, telemetry: request.telemetry)
         )
         return KeylessResponse(config: try await config(for: product, now: now))
     }

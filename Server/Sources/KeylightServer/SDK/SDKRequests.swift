@@ -78,15 +78,6 @@ enum Field {
     }
 }
 
-/// `sdk_version`, `platform`, `app_version`: optional, and never a reason to refuse a request. The
-/// hosted service's clients send `app_version` as the app sets it, of any length (keylight-rust), so
-/// they are not length-checked; nothing reads them yet (only their JSON type is checked, by decoding).
-protocol TelemetryFields {
-    var sdk_version: String? { get }
-    var platform: String? { get }
-    var app_version: String? { get }
-}
-
 /// Decodes a JSON body into `T`, turning every decoding failure into a 400 that names the field.
 func decodeBody<T: Decodable>(_ type: T.Type, from bytes: some DataProtocol) throws(APIError) -> T {
     do {
@@ -111,69 +102,50 @@ extension APIError {
     }
 }
 
-struct ActivateRequest: Decodable, TelemetryFields {
+/// The action's own fields; the telemetry every action may carry is ``Telemetry``, read from
+/// the same body through ``SDKBody``.
+struct ActivateRequest: Decodable {
     var license_key: String?
     var instance_name: String?
     var machine_hash: String?
     var free_tier_instance_id: String?
     /// Keylight addition: an instance the app already holds, re-activated without a new slot.
     var instance_id: String?
-    var sdk_version: String?
-    var platform: String?
-    var app_version: String?
 }
 
-struct ValidateRequest: Decodable, TelemetryFields {
+struct ValidateRequest: Decodable {
     var license_key: String?
     var instance_id: String?
     var machine_hash: String?
-    var sdk_version: String?
-    var platform: String?
-    var app_version: String?
 }
 
-struct DeactivateRequest: Decodable, TelemetryFields {
+struct DeactivateRequest: Decodable {
     var license_key: String?
     var instance_id: String?
-    var sdk_version: String?
-    var platform: String?
-    var app_version: String?
 }
 
-struct KeylessRequest: Decodable, TelemetryFields {
+struct KeylessRequest: Decodable {
     /// `expired`: a trial that ran out (protocol 6.1, as the hosted service's clients report it).
     static let states: Set<String> = ["trial", "free_tier", "expired"]
     var instance_id: String?
     var state: String?
     var machine_hash: String?
-    var sdk_version: String?
-    var platform: String?
-    var app_version: String?
 }
 
-struct InstancesRequest: Decodable, TelemetryFields {
+struct InstancesRequest: Decodable {
     var license_key: String?
-    var sdk_version: String?
-    var platform: String?
-    var app_version: String?
 }
 
-struct OfflineActivateRequest: Decodable, TelemetryFields {
+struct OfflineActivateRequest: Decodable {
     var license_key: String?
     /// The request file's text, as the device showed it.
     var request: String?
-    var sdk_version: String?
-    var platform: String?
-    var app_version: String?
 }
 
-struct OfflineDeactivateRequest: Decodable, TelemetryFields {
+struct OfflineDeactivateRequest: Decodable {
     var license_key: String?
     /// The deactivation proof's text.
     var proof: String?
-    var sdk_version: String?
-    var platform: String?
-    var app_version: String?
 }
 
 extension Field {

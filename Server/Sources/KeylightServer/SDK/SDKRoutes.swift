@@ -24,19 +24,19 @@ struct SDKRoutes {
     func register(on router: some RouterMethods<KeylightRequestContext>) {
         routes(on: router, outcomeField: "activated").post("/:tenant/:product/activate") { request, context in
             try await handle(request, context) { product, body in
-                JSONBody.raw(try await service.activate(decodeBody(ActivateRequest.self, from: body.readableBytesView), product: product).jsonBytes)
+                JSONBody.raw(try await service.activate(decodeBody(SDKBody<ActivateRequest>.self, from: body.readableBytesView), product: product).jsonBytes)
             }
         }
         if let appStore {
             routes(on: router, outcomeField: "activated").post("/:tenant/:product/appstore/activate") { request, context in
                 try await handle(request, context) { product, body in
-                    JSONBody.raw(try await appStore.activate(decodeBody(AppStoreActivateRequest.self, from: body.readableBytesView), product: product).jsonBytes)
+                    JSONBody.raw(try await appStore.activate(decodeBody(SDKBody<AppStoreActivateRequest>.self, from: body.readableBytesView), product: product).jsonBytes)
                 }
             }
         }
         routes(on: router, outcomeField: "valid").post("/:tenant/:product/validate") { request, context in
             try await handle(request, context) { product, body in
-                JSONBody.raw(try await service.validate(decodeBody(ValidateRequest.self, from: body.readableBytesView), product: product).jsonBytes)
+                JSONBody.raw(try await service.validate(decodeBody(SDKBody<ValidateRequest>.self, from: body.readableBytesView), product: product).jsonBytes)
             }
         }
         let others = routes(on: router)
@@ -47,7 +47,7 @@ struct SDKRoutes {
         }
         others.post("/:tenant/:product/keyless") { request, context in
             try await handle(request, context) { product, body in
-                JSONBody.raw(try await service.keyless(decodeBody(KeylessRequest.self, from: body.readableBytesView), product: product).jsonBytes)
+                JSONBody.raw(try await service.keyless(decodeBody(SDKBody<KeylessRequest>.self, from: body.readableBytesView), product: product).jsonBytes)
             }
         }
         // Protocol 6.3 and 6.4: seats, and activation of devices that cannot reach the server.

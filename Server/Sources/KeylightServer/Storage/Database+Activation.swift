@@ -181,13 +181,9 @@ extension Database {
                 ])
             }
             if let freeTierInstanceId {
-                // An upsert: the install's own check-in may still be in the write-behind buffer.
-                try await db.raw("""
-                    INSERT INTO keyless_installs (tenant_id, product_id, instance_id, state, machine_hash, first_seen_at, last_seen_at, converted_license_id)
-                    VALUES (\(bind: tenantId), \(bind: productId), \(bind: freeTierInstanceId), 'free_tier', \(bind: String?.none), \(bind: now), \(bind: now), \(bind: grant.licenseId))
-                    ON CONFLICT (tenant_id, product_id, instance_id) DO UPDATE SET
-                        converted_license_id = excluded.converted_license_id, last_seen_at = excluded.last_seen_at
-                    """).run()
+                try await Self.recordConversion(
+                    db, tenantId: tenantId, productId: productId, installId: freeTierInstanceId, licenseId: grant.licenseId, instanceId: newInstanceId, now: now
+                )
             }
             try await outbox.enqueue(WebhookEvent(type: .instanceActivated, tenantId: tenantId, at: now, data: .init(
                 license: reserved, instance: WebhookInstance(id: newInstanceId, name: name, activated_at: now, deactivated_at: nil),
@@ -267,17 +263,23 @@ extension Database {
     }
 
     /// Records validation times and adds usage counts, many at once (the write-behind flush).
-    func touchInstances(_ times: [String: Int64], usage: [UsageDay: UsageCount] = [:], keyless: [KeylessInstall: KeylessSighting] = [:]) async throws {
-        guard !times.isEmpty || !usage.isEmpty || !keyless.isEmpty else { return }
+    func touchInstances(
+        _ times: [String: Int64], usage: [UsageDay: UsageCount] = [:], keyless: [KeylessInstall: KeylessSighting] = [:], devices: [InstanceDay: DeviceSighting] = [:]
+    ) async throws {
+        guard !times.isEmpty || !usage.isEmpty || !keyless.isEmpty || !devices.isEmpty else { return }
         try await write { db in
             for (install, sighting) in keyless {
-                try await Self.upsertKeyless(db, install, sighting)
+                try await Self.storeKeyless(db, install, sighting)
             }
             for (id, at) in times {
                 try await db.raw("""
                     UPDATE instances SET last_validated_at = \(bind: at)
                     WHERE id = \(bind: id) AND (last_validated_at IS NULL OR last_validated_at < \(bind: at))
                     """).run()
+            }
+            // Oldest day first, so the instance keeps the newest values.
+            for (key, sighting) in devices.sorted(by: { $0.key.day < $1.key.day }) {
+                try await Self.recordInstanceTelemetry(db, instanceId: key.instanceId, sighting)
             }
             for (key, count) in usage {
                 try await db.raw("""
@@ -289,19 +291,6 @@ extension Database {
                     """).run()
             }
         }
-    }
-
-    /// Records a keyless (trial or free-tier) install, or refreshes it.
-    private static func upsertKeyless(_ db: any SQLDatabase, _ install: KeylessInstall, _ sighting: KeylessSighting) async throws {
-        try await db.raw("""
-            INSERT INTO keyless_installs (tenant_id, product_id, instance_id, state, machine_hash, first_seen_at, last_seen_at)
-            VALUES (\(bind: install.tenantId), \(bind: install.productId), \(bind: install.instanceId), \(bind: sighting.state),
-                    \(bind: sighting.machineHash), \(bind: sighting.at), \(bind: sighting.at))
-            ON CONFLICT (tenant_id, product_id, instance_id) DO UPDATE SET
-                state = excluded.state, machine_hash = COALESCE(excluded.machine_hash, keyless_installs.machine_hash),
-                last_seen_at = excluded.last_seen_at
-            WHERE keyless_installs.last_seen_at <= excluded.last_seen_at
-            """).run()
     }
 
     /// Deletes keyless installs that never bought a license and were last seen before `cutoff`

@@ -1,5 +1,6 @@
 import Foundation
 import Logging
+import NIOConcurrencyHelpers
 import NIOCore
 import NIOPosix
 import SQLKit
@@ -19,11 +20,17 @@ enum SQLiteStorage {
         }
         let storage: SQLiteConnection.Storage = path.map { .file(path: $0) } ?? .memory
         let size = path == nil ? 1 : max(1, poolSize)
+        // Each database runs its statements on threads of its own (as many as the machine has
+        // cores, as the shared pool would, and never more than its connections): a statement
+        // waiting out another database's busy lock never holds up this one's, which matters
+        // when one process opens several (tests, backups, restores).
+        let threadPool = NIOThreadPool(numberOfThreads: min(size, max(1, System.coreCount)))
+        threadPool.start()
         var connections: [SQLiteConnection] = []
         do {
             for index in 0..<size {
                 let connection = try await SQLiteConnection.open(
-                    storage: storage, threadPool: .singleton, logger: logger, on: MultiThreadedEventLoopGroup.singleton.any()
+                    storage: storage, threadPool: threadPool, logger: logger, on: MultiThreadedEventLoopGroup.singleton.any()
                 )
                 connections.append(connection)
                 // busy_timeout first: it replaces sqlite-nio's default handler, which spins without sleeping.
@@ -43,17 +50,25 @@ enum SQLiteStorage {
             }
         } catch {
             await closeAll(connections)
+            try? await threadPool.shutdownGracefully()
             throw error
         }
-        // A connection in use when the pool closes is closed when it comes back.
-        let pool = AsyncResourcePool(connections, discard: { connection in Task { await closeAll([connection]) } })
+        // The threads end once every connection is closed: a connection in use when the pool
+        // closes is closed when it comes back, on these threads.
+        let open = NIOLockedValueBox(size)
+        let closed: @Sendable (Int) async -> Void = { count in
+            if open.withLockedValue({ $0 -= count; return $0 }) == 0 { try? await threadPool.shutdownGracefully() }
+        }
+        let pool = AsyncResourcePool(connections, discard: { connection in Task { await closeAll([connection]); await closed(1) } })
         let database = PooledSQLiteDatabase(pool: pool, logger: logger, eventLoop: MultiThreadedEventLoopGroup.singleton.any())
         // A file's point reads get connections of their own, one per thread that may read at
         // once (an in-memory database exists only inside its one pooled connection).
         let readers = path.map { SQLitePointReaders(path: $0, limit: System.coreCount + 2) }
         let close: @Sendable () async -> Void = {
             readers?.close()
-            await closeAll(pool.close())
+            let idle = pool.close()
+            await closeAll(idle)
+            await closed(idle.count)
         }
         return (database, readers.map { SQLitePointReadDatabase(readers: $0, fallback: database) }, close)
     }

@@ -92,7 +92,7 @@ enum SVGChart {
         return out
     }
 
-    private static func format(_ value: Double) -> String {
+    static func format(_ value: Double) -> String {
         let rounded = (value * 10).rounded() / 10
         return rounded == rounded.rounded() ? String(Int(rounded)) : String(rounded)
     }

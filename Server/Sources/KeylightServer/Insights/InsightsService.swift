@@ -1,0 +1,181 @@
+import KeylightCore
+import Logging
+
+/// Who runs a product's app, on what, and how its trials convert: the daily roll-ups (kept for
+/// good), the pruning of per-device days (kept `retentionDays`), and the figures the admin API
+/// and the dashboard show, computed the same way for both.
+struct InsightsService: Sendable {
+    let database: Database
+    let clock: any WallClock
+    /// Days of `device_days` kept; at least the longest window (30) plus today.
+    let retentionDays: Int64
+
+    static let windows = InsightsQuery.windows
+    /// Days rolled up for one product in one call, at most: a server that was off for a year
+    /// catches up over a few ticks instead of in one long one.
+    static let maxDaysPerRollup: Int64 = 120
+    /// Licenses without a validate for this long are quiet.
+    static let quietSeconds: Int64 = 30 * 86_400
+
+    init(database: Database, clock: any WallClock, retentionDays: Int64 = 90) {
+        self.database = database
+        self.clock = clock
+        self.retentionDays = max(retentionDays, 31)
+    }
+
+    var today: Int64 { clock.unixSeconds.flooringDivided(by: 86_400) }
+
+    /// The first day whose per-device rows are still kept.
+    var retainedFromDay: Int64 { today - retentionDays + 1 }
+
+    // MARK: Roll-up and retention
+
+    /// Rolls every product up through yesterday, then prunes per-device days past retention.
+    /// A product whose roll-up fails keeps its days: nothing is pruned in that round.
+    func rollUpAndPrune(logger: Logger) async {
+        var complete = true
+        do {
+            for tenant in try await database.tenants() {
+                for product in try await database.products(tenantId: tenant.id) {
+                    do {
+                        try await rollUp(tenantId: tenant.id, productId: product.id)
+                    } catch {
+                        complete = false
+                        logger.debug("insights roll-up failed", metadata: ["tenant": "\(tenant.id)", "product": "\(product.id)", "error": "\(error)"])
+                    }
+                }
+            }
+        } catch {
+            complete = false
+            logger.debug("insights roll-up could not list products", metadata: ["error": "\(error)"])
+        }
+        guard complete else { return }
+        do {
+            let pruned = try await database.pruneDeviceDays(before: retainedFromDay)
+            if pruned > 0 { logger.debug("pruned per-device days", metadata: ["rows": "\(pruned)"]) }
+        } catch {
+            logger.debug("could not prune per-device days", metadata: ["error": "\(error)"])
+        }
+    }
+
+    /// Rolls one product up, for good, through yesterday (today is still changing).
+    func rollUp(tenantId: String, productId: String) async throws {
+        let through = today - 1
+        let start: Int64
+        if let rolled = try await database.rolledThrough(tenantId: tenantId, productId: productId) {
+            start = rolled + 1
+        } else if let first = try await database.firstDeviceDay(tenantId: tenantId, productId: productId) {
+            start = first
+        } else {
+            return
+        }
+        guard start <= through else { return }
+        let last = min(through, start + Self.maxDaysPerRollup - 1)
+        for day in start...last {
+            for window in Self.windows {
+                try await database.storeRollup(tenantId: tenantId, productId: productId, day: day, windowDays: window, counts: try await counts(tenantId: tenantId, productId: productId, day: day, windowDays: window))
+            }
+            try await database.markRolledUp(tenantId: tenantId, productId: productId, through: day)
+        }
+    }
+
+    /// Devices seen in the `windowDays` days ending with `day`, per dimension, value and kind.
+    private func counts(tenantId: String, productId: String, day: Int64, windowDays: Int) async throws -> [(dimension: InsightDimension, value: String, kind: DeviceKind, devices: Int)] {
+        let combinations = try await database.deviceCombinations(tenantId: tenantId, productId: productId, fromDay: day - Int64(windowDays) + 1, toDay: day)
+        var counts: [(dimension: InsightDimension, value: String, kind: DeviceKind, devices: Int)] = []
+        for dimension in InsightDimension.allCases {
+            for row in Self.tally(combinations, by: dimension) {
+                if row.licensed > 0 { counts.append((dimension, row.value ?? InsightDimension.notSent, .licensed, row.licensed)) }
+                if row.keyless > 0 { counts.append((dimension, row.value ?? InsightDimension.notSent, .keyless, row.keyless)) }
+            }
+        }
+        return counts
+    }
+
+    // MARK: Figures
+
+    /// Everything the admin API and the dashboard show for one product and query.
+    func report(tenantId: String, productId: String, query: InsightsQuery) async throws -> InsightsReport {
+        try await rollUp(tenantId: tenantId, productId: productId)
+        let now = clock.unixSeconds
+        let combinations = try await database.deviceCombinations(tenantId: tenantId, productId: productId, fromDay: query.fromDay, toDay: query.toDay)
+        let funnel = try await database.funnel(tenantId: tenantId, productId: productId, fromDay: query.fromDay, toDay: query.toDay, now: now)
+        let quiet = try await database.quietLicenses(tenantId: tenantId, productId: productId, before: now - Self.quietSeconds, now: now, limit: 500)
+        return InsightsReport(
+            query: query, activeDevices: Self.tally(combinations, by: query.by),
+            series: try await series(tenantId: tenantId, productId: productId, query: query),
+            funnel: funnel, quietLicenses: quiet.licenses, quietTotal: quiet.total, retainedFromDay: retainedFromDay
+        )
+    }
+
+    /// Devices per day and value for the query's window: rolled-up days from the roll-up, the
+    /// days after it (today) counted live.
+    private func series(tenantId: String, productId: String, query: InsightsQuery) async throws -> [InsightsReport.Day] {
+        var byDay = try await database.insightSeries(
+            tenantId: tenantId, productId: productId, dimension: query.by, windowDays: query.windowDays, fromDay: query.fromDay, toDay: query.toDay
+        )
+        let rolled = try await database.rolledThrough(tenantId: tenantId, productId: productId) ?? (today - 1)
+        if query.toDay > rolled {
+            for day in max(query.fromDay, rolled + 1)...query.toDay where day <= today {
+                let combinations = try await database.deviceCombinations(tenantId: tenantId, productId: productId, fromDay: day - Int64(query.windowDays) + 1, toDay: day)
+                byDay[day] = Dictionary(Self.tally(combinations, by: query.by).map { ($0.value ?? InsightDimension.notSent, $0.devices) }, uniquingKeysWith: +)
+            }
+        }
+        return (query.fromDay...query.toDay).map { InsightsReport.Day(day: $0, devices: byDay[$0] ?? [:]) }
+    }
+
+    /// Devices per value of `dimension`, most first (then by value), licensed and keyless apart.
+    static func tally(_ combinations: [DeviceCombination], by dimension: InsightDimension) -> [InsightsReport.ValueCount] {
+        var counts: [String: InsightsReport.ValueCount] = [:]
+        for combination in combinations {
+            let value = combination.telemetry[dimension]
+            let key = value ?? InsightDimension.notSent
+            var row = counts[key] ?? InsightsReport.ValueCount(value: value, licensed: 0, keyless: 0)
+            switch combination.kind {
+            case .licensed: row.licensed += combination.devices
+            case .keyless: row.keyless += combination.devices
+            }
+            counts[key] = row
+        }
+        return counts.values.sorted { $0.devices != $1.devices ? $0.devices > $1.devices : ($0.value ?? "") < ($1.value ?? "") }
+    }
+}
+
+/// One product's insights for one query.
+struct InsightsReport: Sendable {
+    struct ValueCount: Sendable, Equatable {
+        /// nil: devices that did not send the field.
+        var value: String?
+        var licensed: Int
+        var keyless: Int
+        var devices: Int { licensed + keyless }
+    }
+
+    struct Day: Sendable, Equatable {
+        var day: Int64
+        /// Devices per value ("" for not sent).
+        var devices: [String: Int]
+    }
+
+    var query: InsightsQuery
+    var activeDevices: [ValueCount]
+    var series: [Day]
+    var funnel: FunnelFigures
+    var quietLicenses: [QuietLicense]
+    var quietTotal: Int
+    var retainedFromDay: Int64
+
+    /// Conversions over keyless installs of the cohort, or nil with no installs.
+    var conversionRate: Double? {
+        funnel.keylessInstalls == 0 ? nil : Double(funnel.secondsToConvert.count) / Double(funnel.keylessInstalls)
+    }
+
+    /// The median time from first sight to conversion, in days (one decimal), or nil with none.
+    var medianDaysToConvert: Double? {
+        let sorted = funnel.secondsToConvert.sorted()
+        guard !sorted.isEmpty else { return nil }
+        let middle = sorted.count / 2
+        let seconds = sorted.count % 2 == 1 ? Double(sorted[middle]) : Double(sorted[middle - 1] + sorted[middle]) / 2
+        return (seconds / 86_400 * 10).rounded() / 10
+    }
+}
