@@ -187,7 +187,24 @@ def main():
     ended = good.sign(dict(transaction(args.bundle, args.product, "Production", original=original, expires_ms=later), transactionId=str(5000000000000000 + uuid.uuid4().int % 10**15)))
     older = good.sign(transaction(args.bundle, args.product, "Production", original=original, expires_ms=now_ms - 1000))
     resubscribed = good.sign(dict(transaction(args.bundle, args.product, "Production", original=original, expires_ms=later + month), transactionId=str(6000000000000000 + uuid.uuid4().int % 10**15)))
+    # Purchases exchanged first, then revoked (Family Sharing) or lapsed after a billing grace period.
+    revokable = good.sign(transaction(args.bundle, args.product, "Production"))
+    grace_original = str(2000000000000000 + uuid.uuid4().int % 10**15)
+    grace = good.sign(transaction(args.bundle, args.product, "Production", original=grace_original, expires_ms=now_ms + month))
+    grace_ended = good.sign(dict(transaction(args.bundle, args.product, "Production", original=grace_original, expires_ms=now_ms + month),
+                                 transactionId=str(7000000000000000 + uuid.uuid4().int % 10**15)))
+    extra["revokable"] = revokable
+    extra["grace"] = grace
+    # A notification Apple signed around a transaction nobody trusted: the outer JWS verifies, the inner one must not.
+    foreign = Chain(root=other_root).sign(transaction(args.bundle, args.product, "Production"))
     notifications = {
+        "revoke": notification(good, args.bundle, "REVOKE", revokable),
+        "grace_expired": notification(good, args.bundle, "GRACE_PERIOD_EXPIRED", grace_ended),
+        "leaf_without_marker": notification(Chain(root=(good.root_key, good.root), leaf_marker=False), args.bundle, "REFUND", cases[0]["jws"]),
+        "intermediate_without_marker": notification(Chain(root=(good.root_key, good.root), intermediate_marker=False), args.bundle, "REFUND", cases[0]["jws"]),
+        "expired_leaf": notification(expired_leaf, args.bundle, "REFUND", cases[0]["jws"]),
+        "sandbox": notification(good, args.bundle, "REFUND", cases[0]["jws"], environment="Sandbox"),
+        "foreign_transaction": notification(good, args.bundle, "REFUND", foreign),
         "did_renew": notification(good, args.bundle, "DID_RENEW", renewed),
         "refund_valid": notification(good, args.bundle, "REFUND", cases[0]["jws"]),
         "refund_early": notification(good, args.bundle, "REFUND", early),
@@ -200,7 +217,9 @@ def main():
         "wrong_root": notification(Chain(root=other_root), args.bundle, "REFUND", cases[0]["jws"]),
     }
     verdicts = {name: apple_notification_verdict(jws, root_der, args.bundle, "Production") for name, jws in notifications.items()}
-    print(json.dumps({"cases": cases, "extra": extra, "notifications": notifications, "notification_verdicts": verdicts,
+    # Apple's library verifies a notification's nested transaction only when asked: its verdict on it.
+    nested_verdicts = {"foreign_transaction": apple_verdict(foreign, root_der, args.bundle, "Production"), "did_renew": apple_verdict(renewed, root_der, args.bundle, "Production")}
+    print(json.dumps({"cases": cases, "extra": extra, "notifications": notifications, "notification_verdicts": verdicts, "nested_verdicts": nested_verdicts,
                       "renewed_expires": later // 1000, "early": early, "valid_original": valid_payload["originalTransactionId"],
                       "subscription_original": original, "resubscribed_expires": (later + month) // 1000}))
 

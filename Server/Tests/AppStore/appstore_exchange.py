@@ -11,10 +11,12 @@ reason; a refusal changes nothing. Then: the answer's license_key activates like
 concurrent exchanges of one purchase mint one license, a renewal extends the same license, and
 unmapped, revoked and expired transactions are refused with their own codes.
 """
+import base64
 import json
 import os
 import sys
 import threading
+import time
 import urllib.error
 import urllib.request
 
@@ -122,6 +124,24 @@ if len(found) != 1 or found[0]["payment_source"] != "appstore":
     fail(f"the purchase's license: {found}")
 ok("the answer's license_key activates in a direct build; the license names appstore and the original transaction")
 
+# The exchange activates as activate does: the key type's cap (3 devices: mac-1, pc-1, mac-3), and a signed
+# answer when the app asks for one.
+nonce = base64.b64encode(os.urandom(12)).decode()
+request = urllib.request.Request(BASE + "/store/app/appstore/activate", method="POST", data=json.dumps(
+    {"signed_transaction": valid["jws"], "instance_name": "Mac", "machine_hash": "mac-3"}).encode())
+for name, value in dict(SDK, **{"Content-Type": "application/json", "X-Keylight-Nonce": nonce}).items():
+    request.add_header(name, value)
+with urllib.request.urlopen(request, timeout=60) as response:
+    signed_headers = {name.lower(): value for name, value in response.headers.items()}
+    third = json.loads(response.read())
+if third.get("activated") is not True or not all(h in signed_headers for h in ("x-keylight-signature", "x-keylight-signature-kid", "x-keylight-request-time")):
+    fail(f"a third device, asking for a signed answer: {third} {signed_headers}")
+before = license_count()
+status, full = exchange(valid["jws"], machine="mac-4")
+if status != 409 or full.get("code") != "ACTIVATION_LIMIT_REACHED" or full.get("activated") is not False or license_count() != before:
+    fail(f"a fourth device on a 3-device license answered {status} {full}")
+ok("the exchange keeps the key type's cap (409 on the fourth device) and signs its answer when asked (X-Keylight-Nonce)")
+
 # 50 concurrent exchanges of one purchase: one license.
 results = []
 def race():
@@ -167,14 +187,46 @@ def notify(jws):
     return call("POST", "/appstore/notifications/store", {"signedPayload": jws})
 
 
-for name in ("tampered", "wrong_root"):
+# Every refusal is Apple's too, with the code that says why, and changes nothing.
+before_licenses = admin("GET", "/tenants/store/products/app/licenses?limit=500")["licenses"]
+refusals = {
+    "tampered": ("APPSTORE_SIGNATURE_INVALID",), "wrong_root": ("APPSTORE_CHAIN_UNTRUSTED",),
+    "leaf_without_marker": ("APPSTORE_CHAIN_UNTRUSTED",), "intermediate_without_marker": ("APPSTORE_CHAIN_UNTRUSTED",),
+    "expired_leaf": ("APPSTORE_CHAIN_UNTRUSTED",), "sandbox": ("APPSTORE_ENVIRONMENT_REFUSED",),
+}
+for name, codes in refusals.items():
     status, answer = notify(N[name])
-    if V[name] == "ok" or status != 422 or answer.get("code") not in ("APPSTORE_SIGNATURE_INVALID", "APPSTORE_CHAIN_UNTRUSTED"):
+    if V[name] == "ok" or status != 422 or answer.get("code") not in codes:
         fail(f"notification {name}: Apple {V[name]}, server {status} {answer}")
-for name in ("did_renew", "refund_valid", "refund_early", "expired"):
+# The outer JWS is Apple's, the transaction inside is not: Apple's library refuses that transaction, and so does the server.
+status, answer = notify(N["foreign_transaction"])
+if V["foreign_transaction"] != "ok" or DATA["nested_verdicts"]["foreign_transaction"] == "ok" or status != 422 or answer.get("code") != "APPSTORE_CHAIN_UNTRUSTED":
+    fail(f"a notification around a foreign transaction: Apple {V['foreign_transaction']}/{DATA['nested_verdicts']['foreign_transaction']}, server {status} {answer}")
+if admin("GET", "/tenants/store/products/app/licenses?limit=500")["licenses"] != before_licenses:
+    fail("a refused notification changed a license")
+for name in ("did_renew", "refund_valid", "refund_early", "expired", "revoke", "grace_expired"):
     if V[name] != "ok":
         fail(f"Apple's library refused the notification {name}: {V[name]}")
-ok("notifications: Apple's library and the server accept the signed ones and refuse a tampered one and a foreign root's")
+if DATA["nested_verdicts"]["did_renew"] != "ok":
+    fail(f"Apple's library refused a renewal's transaction: {DATA['nested_verdicts']['did_renew']}")
+ok("notifications: Apple's library and the server accept the signed ones and refuse the same ones (tampered, foreign root, a marker missing, an expired leaf, sandbox, a foreign transaction inside), changing nothing")
+
+# REVOKE (Family Sharing) revokes; GRACE_PERIOD_EXPIRED lapses the subscription now.
+def by_original(jws):
+    original = json.loads(base64.urlsafe_b64decode(jws.split(".")[1] + "=="))["originalTransactionId"]
+    return [l for l in admin("GET", "/tenants/store/products/app/licenses?limit=500")["licenses"] if l["payment_order_id"] == original]
+for key in ("revokable", "grace"):
+    status, answer = exchange(DATA["extra"][key], machine=key)
+    if status != 200:
+        fail(f"exchange of {key}: {status} {answer}")
+status, answer = notify(N["revoke"])
+if status != 200 or answer.get("outcome") != "revoked" or [l["status"] for l in by_original(DATA["extra"]["revokable"])] != ["revoked"]:
+    fail(f"REVOKE: {status} {answer} {by_original(DATA['extra']['revokable'])}")
+status, answer = notify(N["grace_expired"])
+lapsed = by_original(DATA["extra"]["grace"])
+if status != 200 or answer.get("outcome") != "expired" or len(lapsed) != 1 or lapsed[0]["expires_at"] is None or lapsed[0]["expires_at"] > time.time() + 1:
+    fail(f"GRACE_PERIOD_EXPIRED: {status} {answer} {lapsed}")
+ok("notifications: REVOKE revokes its purchase's license, GRACE_PERIOD_EXPIRED lapses it now")
 
 status, answer = notify(N["did_renew"])
 if status != 200 or answer.get("outcome") != "renewed":
@@ -197,8 +249,9 @@ status, answer = exchange(DATA["early"], machine="early")
 if status != 422 or answer.get("code") != "APPSTORE_TRANSACTION_REVOKED":
     fail(f"an exchange after its purchase's REFUND answered {status} {answer}")
 status, answer = notify(N["expired"])
-if status != 200 or answer.get("outcome") != "expired":
-    fail(f"EXPIRED: {status} {answer}")
+ended = [l for l in admin("GET", "/tenants/store/products/app/licenses?limit=500")["licenses"] if l["payment_order_id"] == DATA["subscription_original"]]
+if status != 200 or answer.get("outcome") != "expired" or ended[0]["expires_at"] > time.time() + 1:
+    fail(f"EXPIRED: {status} {answer} {ended}")
 # Apple keeps the original transaction id when a customer resubscribes: the license comes back.
 status, answer = notify(N["resubscribed"])
 back = [l for l in admin("GET", "/tenants/store/products/app/licenses?limit=500")["licenses"] if l["payment_order_id"] == DATA["subscription_original"]]
@@ -215,7 +268,7 @@ status, answer = notify(N["other_app"])
 if status != 200 or answer.get("outcome") != "ignored" or notify(N["other_app"])[1].get("outcome") != "duplicate":
     fail(f"a notification for an app no product sells: {status} {answer}")
 audit = admin("GET", "/audit-log?tenant=store&limit=500")["entries"]
-if sum(1 for e in audit if e["action"] == "appstore.notification") != 8:
+if sum(1 for e in audit if e["action"] == "appstore.notification") != 10:
     fail(f"each notification is audited once: {sum(1 for e in audit if e['action'] == 'appstore.notification')}")
 ok("notifications: DID_RENEW extends once (a repeat is a duplicate), REFUND revokes (before an exchange too), EXPIRED lapses, SUBSCRIBED after it reopens, a late EXPIRED is stale, REFUND_REVERSED reinstates, another app's is ignored; each audited")
 ok("every App Store exchange and notification path holds")

@@ -44,4 +44,36 @@ import Testing
             #expect(licensePage.text.contains("App Store, original transaction 2000000123 (Sandbox)"))
         }
     }
+
+    /// The same settings through the admin API: each bad value a 400 naming the field, a StoreKit
+    /// product mapped to a second key type a 409, and nothing changed by any of them.
+    @Test func theAdminAPIValidatesTheAppStoreSettings() async throws {
+        try await Harness().run { client in
+            let seed = try await client.seed()
+            let set = try await client.admin(.patch, "/tenants/acme/products/app", ["appstore_bundle_id": "com.acme.app", "appstore_environments": ["Sandbox", "Production"]])
+            #expect(set.status == .ok && set["appstore_bundle_id"] as? String == "com.acme.app" && set["appstore_environments"] as? [String] == ["Production", "Sandbox"])
+            for (field, value) in [
+                ("appstore_bundle_id", "com acme" as Any), ("appstore_bundle_id", ""), ("appstore_bundle_id", String(repeating: "a", count: 156)),
+                ("appstore_environments", ["Staging"]), ("appstore_environments", [String]()), ("appstore_environments", ["Sandbox", "Sandbox"]),
+                ("appstore_environments", "Production"),
+            ] {
+                let refused = try await client.admin(.patch, "/tenants/acme/products/app", [field: value])
+                #expect(refused.status == .badRequest && (refused["error"] as? String ?? "").contains(field), "\(field)=\(value): \(refused.text)")
+            }
+            #expect(try await client.admin(.patch, "/tenants/acme/products/app", ["appstore_bundle": "com.acme.app"]).code == "UNKNOWN_FIELD")
+            let product = try #require(try await client.database.product(tenantId: "acme", id: "app"))
+            #expect(product.appStoreBundleId == "com.acme.app" && product.acceptedAppStoreEnvironments == ["Production", "Sandbox"])
+            // One StoreKit product is one key type.
+            #expect(try await client.admin(.patch, "/tenants/acme/products/app/key-types/\(seed.keyType)", ["appstore_product_id": "com.acme.app.pro"]).status == .ok)
+            #expect(try await client.admin(.post, "/tenants/acme/products/app/key-types", [
+                "id": "team", "display_name": "Team", "activation_limit": 10, "fallback_access": false, "entitlements": ["pro"],
+            ]).status == .created)
+            let taken = try await client.admin(.patch, "/tenants/acme/products/app/key-types/team", ["appstore_product_id": "com.acme.app.pro"])
+            #expect(taken.status == .conflict, "\(taken.text)")
+            #expect(try await client.database.keyType(tenantId: "acme", productId: "app", id: "team")?.appStoreProductId == nil)
+            // null unmaps; then the other key type may take it.
+            #expect(try await client.admin(.patch, "/tenants/acme/products/app/key-types/\(seed.keyType)", ["appstore_product_id": NSNull()]).status == .ok)
+            #expect(try await client.admin(.patch, "/tenants/acme/products/app/key-types/team", ["appstore_product_id": "com.acme.app.pro"]).status == .ok)
+        }
+    }
 }
