@@ -170,6 +170,76 @@ import Testing
         }
     }
 
+    /// Check-ins that reach the database out of order, and a conversion written before the
+    /// install's own check-in: each install once, in the cohort of its earliest sighting, its
+    /// trial once (`expired` is a trial that ran out), and its day counted once a day whatever
+    /// the 6-hour rule keeps out of the install's row.
+    @Test func lateAndEarlySightingsCountEachInstallOnceInItsOwnCohort() async throws {
+        var harness = Harness()
+        harness.configuration.activityFlushInterval = .seconds(3_600)
+        try await harness.run { client in
+            let seed = try await client.seed()
+            // To 23:00 UTC of a day, so the next check-ins fall on the next day.
+            client.clock.advance(by: 86_400 - client.clock.unixSeconds % 86_400 - 3_600)
+            let day0 = Self.day(client)
+            func beacon(_ id: String, _ state: String) async throws {
+                #expect(try await client.sdk("keyless", ["instance_id": id, "state": state, "app_version": "1.0"], seed: seed).status == .ok)
+            }
+            func funnel(_ day: Int64) async throws -> FunnelFigures {
+                try await client.database.funnel(tenantId: "acme", productId: "app", fromDay: day, toDay: day, now: client.clock.unixSeconds)
+            }
+            // A trial check-in still in the buffer when the app converts the next morning.
+            try await beacon("early", "trial")
+            client.clock.advance(by: 2 * 3_600)
+            let activated = try await client.sdk("activate", ["license_key": seed.licenseKey, "instance_name": "Mac", "free_tier_instance_id": "early"], seed: seed)
+            #expect(activated.status == .ok)
+            #expect(try await funnel(day0 + 1).keylessInstalls == 1)  // written by the conversion, for now on day 1
+            try await Self.flush(client)
+            let moved = try await funnel(day0)
+            #expect(moved.keylessInstalls == 1 && moved.trials == 1 && moved.secondsToConvert == [2 * 3_600], "\(moved)")
+            #expect(try await funnel(day0 + 1) == FunnelFigures())
+
+            // Another process wrote a later check-in first; the earlier one, flushed after, moves the install back.
+            let late = KeylessInstall(tenantId: "acme", productId: "app", instanceId: "late")
+            try await client.database.touchInstances([:], keyless: [late: KeylessSighting(state: "free_tier", machineHash: nil, at: client.clock.unixSeconds)])
+            try await client.database.touchInstances([:], keyless: [late: KeylessSighting(state: "expired", machineHash: nil, at: client.clock.unixSeconds - 5 * 3_600)])
+            let back = try await funnel(day0)
+            #expect(back.keylessInstalls == 2 && back.trials == 2, "\(back)")
+            #expect(try await funnel(day0 + 1).keylessInstalls == 0)
+
+            // 21:00, then 02:00 the next day: the install's row is not written again (under 6 hours), its day is counted.
+            client.clock.advance(by: 20 * 3_600)  // day0 + 1, 21:00
+            try await beacon("nightly", "free_tier")
+            try await Self.flush(client)
+            client.clock.advance(by: 5 * 3_600)  // day0 + 2, 02:00
+            try await beacon("nightly", "free_tier")
+            try await Self.flush(client)
+            #expect(try await client.count("SELECT COUNT(*) AS n FROM device_days WHERE device_id = 'nightly'") == 2)
+            #expect(try await client.count("SELECT COUNT(*) AS n FROM keyless_installs WHERE instance_id = 'nightly' AND last_seen_at = \(client.clock.unixSeconds - 5 * 3_600)") == 1)
+            #expect(try await client.count("SELECT CAST(SUM(keyless_installs) AS BIGINT) AS n FROM insights_funnel_daily") == 3)
+        }
+    }
+
+    /// Telemetry is the app's to say, and anyone with the public SDK key can: on the dashboard it
+    /// is text, never markup, in the table, the chart's labels and its description.
+    @Test func hostileLabelsAreTextOnTheInsightsPage() async throws {
+        try await Harness().run { client in
+            let (browser, seed) = try await DashboardTests.signedIn(client)
+            let hostile = #""><a href=//evil.example>Update</a><svg onload=alert(1)>"#
+            #expect(try await client.sdk("keyless", ["instance_id": "hostile", "state": "trial", "app_version": hostile, "platform": "<script>x</script>"], seed: seed).status == .ok)
+            #expect(try await eventually { try await client.count("SELECT COUNT(*) AS n FROM keyless_installs WHERE instance_id = 'hostile'") == 1 })
+            let page = try await browser.get("/dashboard/t/acme/p/app/insights")
+            #expect(page.status == .ok)
+            #expect(!page.text.contains("<a href=//evil") && !page.text.contains("<svg onload") && !page.text.contains("<script>x"))
+            #expect(page.text.contains("&lt;a href=//evil.example&gt;Update&lt;/a&gt;"))
+            let byPlatform = try await browser.get("/dashboard/t/acme/p/app/insights?by=platform")
+            #expect(!byPlatform.text.contains("<script>x") && byPlatform.text.contains("&lt;script&gt;x&lt;/script&gt;"))
+            // Repeated or malformed parameters are refused there as in the API.
+            #expect(try await client.admin(.get, "/tenants/acme/products/app/insights?by=arch&by=sdk").status == .badRequest)
+            #expect(try await client.admin(.get, "/tenants/acme/products/app/insights?window=%2B7").status == .badRequest)
+        }
+    }
+
     /// A seeded history on every database: installs over three days, trials, conversions (one
     /// reported twice, one by an install never seen before), one converted device that stayed
     /// and one that went quiet; the funnel, the devices by two dimensions, the series from the

@@ -163,6 +163,9 @@ struct KeylessSighting: Sendable, Equatable {
     /// changed (protocol 6.8); one inside the window is answered and not written.
     static let storeInterval: Int64 = 6 * 3_600
 
+    /// A check-in that says the install is, or was, on a trial (`expired`: its trial ran out).
+    static func startsTrial(_ state: String) -> Bool { state == "trial" || state == "expired" }
+
     /// This (later) sighting, keeping an earlier machine hash when this one has none.
     func merged(after earlier: KeylessSighting) -> KeylessSighting {
         KeylessSighting(state: state, machineHash: machineHash ?? earlier.machineHash, at: max(at, earlier.at), telemetry: telemetry)
@@ -191,7 +194,7 @@ extension PeriodicService {
                     unwritten.record(batch)
                     logger.error("could not write buffered validation data at shutdown", metadata: [
                         "validation_times": .stringConvertible(batch.times.count), "usage_days": .stringConvertible(batch.usage.count),
-                        "keyless_check_ins": .stringConvertible(batch.keyless.count), "error": "\(error)",
+                        "keyless_check_ins": .stringConvertible(batch.keyless.count), "device_days": .stringConvertible(batch.devices.count), "error": "\(error)",
                     ])
                     return
                 }

@@ -13,18 +13,13 @@ struct InsightsQuery: Sendable, Equatable {
     /// The longest range one request may ask for: the work is bounded by it.
     static let maxDays: Int64 = 366
 
-    init(by: InsightDimension = .appVersion, fromDay: Int64, toDay: Int64, windowDays: Int = 7) {
-        self.by = by
-        self.fromDay = fromDay
-        self.toDay = toDay
-        self.windowDays = windowDays
-    }
-
     /// `names` are the parameters present; `value` reads one. `extra` names the caller's own
     /// parameters (the CSV's `table`), read elsewhere.
     init(names: [String], reading value: (String) -> String?, today: Int64, extra: Set<String> = []) throws(APIError) {
         let known: Set<String> = ["by", "from", "to", "window"]
         if let unknown = names.first(where: { !known.contains($0) && !extra.contains($0) }) { throw .unknownField(unknown) }
+        var seen = Set<String>()
+        if let repeated = names.first(where: { !seen.insert($0).inserted }) { throw .invalidRequest("\(repeated) is given more than once.") }
         func present(_ name: String) -> String? { value(name).flatMap { $0.isEmpty ? nil : $0 } }
         if let by = present("by") { self.by = try InsightDimension(query: by) }
         func day(_ name: String) throws(APIError) -> Int64? {
@@ -37,7 +32,9 @@ struct InsightsQuery: Sendable, Equatable {
         guard fromDay <= toDay else { throw .invalidRequest("from must not be after to.") }
         guard toDay - fromDay < Self.maxDays else { throw .invalidRequest("from and to may be at most \(Self.maxDays) days apart.") }
         if let text = present("window") {
-            guard let window = Int(text), Self.windows.contains(window) else { throw .invalidRequest("window must be 1, 7 or 30.") }
+            guard text.utf8.allSatisfy({ (UInt8(ascii: "0")...UInt8(ascii: "9")).contains($0) }), let window = Int(text), Self.windows.contains(window) else {
+                throw .invalidRequest("window must be 1, 7 or 30.")
+            }
             windowDays = window
         }
     }

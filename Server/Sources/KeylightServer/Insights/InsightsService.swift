@@ -10,10 +10,11 @@ struct InsightsService: Sendable {
     /// Days of `device_days` kept; at least the longest window (30) plus today.
     let retentionDays: Int64
 
-    static let windows = InsightsQuery.windows
     /// Days rolled up for one product in one call, at most: a server that was off for a year
     /// catches up over a few ticks instead of in one long one.
     static let maxDaysPerRollup: Int64 = 120
+    /// Days a report counts live, at most (the rest come from the roll-up).
+    static let maxLiveDays: Int64 = 3
     /// Licenses without a validate for this long are quiet.
     static let quietSeconds: Int64 = 30 * 86_400
 
@@ -30,37 +31,41 @@ struct InsightsService: Sendable {
 
     // MARK: Roll-up and retention
 
-    /// Rolls every product up through yesterday, then prunes per-device days past retention.
-    /// A product whose roll-up fails keeps its days: nothing is pruned in that round.
+    /// Rolls every product up through yesterday, then prunes its per-device days past retention
+    /// (never a day a roll-up still needs). A product whose roll-up fails keeps its days; the
+    /// others are pruned all the same.
     func rollUpAndPrune(logger: Logger) async {
-        var complete = true
+        let products: [Product]
         do {
-            for tenant in try await database.tenants() {
-                for product in try await database.products(tenantId: tenant.id) {
-                    do {
-                        try await rollUp(tenantId: tenant.id, productId: product.id)
-                    } catch {
-                        complete = false
-                        logger.debug("insights roll-up failed", metadata: ["tenant": "\(tenant.id)", "product": "\(product.id)", "error": "\(error)"])
-                    }
-                }
-            }
+            var all: [Product] = []
+            for tenant in try await database.tenants() { all += try await database.products(tenantId: tenant.id) }
+            products = all
         } catch {
-            complete = false
             logger.debug("insights roll-up could not list products", metadata: ["error": "\(error)"])
+            return
         }
-        guard complete else { return }
-        do {
-            let pruned = try await database.pruneDeviceDays(before: retainedFromDay)
-            if pruned > 0 { logger.debug("pruned per-device days", metadata: ["rows": "\(pruned)"]) }
-        } catch {
-            logger.debug("could not prune per-device days", metadata: ["error": "\(error)"])
+        for product in products {
+            do {
+                try await rollUp(tenantId: product.tenantId, productId: product.id)
+                // The 30-day window of the first day not yet rolled up reaches back 29 days.
+                let rolled = try await database.rolledThrough(tenantId: product.tenantId, productId: product.id)
+                let keepFrom = min(retainedFromDay, (rolled ?? .max - 30) + 1 - 29)
+                let pruned = try await database.pruneDeviceDays(tenantId: product.tenantId, productId: product.id, before: keepFrom)
+                if pruned > 0 { logger.debug("pruned per-device days", metadata: ["tenant": "\(product.tenantId)", "product": "\(product.id)", "rows": "\(pruned)"]) }
+            } catch {
+                logger.debug("insights roll-up failed", metadata: ["tenant": "\(product.tenantId)", "product": "\(product.id)", "error": "\(error)"])
+            }
         }
     }
 
-    /// Rolls one product up, for good, through yesterday (today is still changing).
+    /// The last day that may be rolled up for good: yesterday, once today is an hour old (a
+    /// sighting of yesterday's last seconds may still be on its way through a buffer until then).
+    var lastFinalDay: Int64 { (clock.unixSeconds - Self.settleSeconds).flooringDivided(by: 86_400) - 1 }
+    static let settleSeconds: Int64 = 3_600
+
+    /// Rolls one product up, for good, through ``lastFinalDay``; at most ``maxDaysPerRollup`` days a call.
     func rollUp(tenantId: String, productId: String) async throws {
-        let through = today - 1
+        let through = lastFinalDay
         let start: Int64
         if let rolled = try await database.rolledThrough(tenantId: tenantId, productId: productId) {
             start = rolled + 1
@@ -72,7 +77,7 @@ struct InsightsService: Sendable {
         guard start <= through else { return }
         let last = min(through, start + Self.maxDaysPerRollup - 1)
         for day in start...last {
-            for window in Self.windows {
+            for window in InsightsQuery.windows {
                 try await database.storeRollup(tenantId: tenantId, productId: productId, day: day, windowDays: window, counts: try await counts(tenantId: tenantId, productId: productId, day: day, windowDays: window))
             }
             try await database.markRolledUp(tenantId: tenantId, productId: productId, through: day)
@@ -114,9 +119,12 @@ struct InsightsService: Sendable {
         var byDay = try await database.insightSeries(
             tenantId: tenantId, productId: productId, dimension: query.by, windowDays: query.windowDays, fromDay: query.fromDay, toDay: query.toDay
         )
-        let rolled = try await database.rolledThrough(tenantId: tenantId, productId: productId) ?? (today - 1)
-        if query.toDay > rolled {
-            for day in max(query.fromDay, rolled + 1)...query.toDay where day <= today {
+        // Days the roll-up has not reached (today, and yesterday in its first hour; more only while
+        // a roll-up catches up): counted live, at most `maxLiveDays` of them a request.
+        let rolled = try await database.rolledThrough(tenantId: tenantId, productId: productId) ?? (lastFinalDay)
+        let liveFrom = max(query.fromDay, rolled + 1, today - Self.maxLiveDays + 1)
+        if liveFrom <= min(query.toDay, today) {
+            for day in liveFrom...min(query.toDay, today) {
                 let combinations = try await database.deviceCombinations(tenantId: tenantId, productId: productId, fromDay: day - Int64(query.windowDays) + 1, toDay: day)
                 byDay[day] = Dictionary(Self.tally(combinations, by: query.by).map { ($0.value ?? InsightDimension.notSent, $0.devices) }, uniquingKeysWith: +)
             }

@@ -27,7 +27,7 @@ extension KeylightServer {
         if !lost.isEmpty {
             logger.error("shut down with buffered writes not written", metadata: [
                 "validation_times": .stringConvertible(lost.validationTimes), "usage_days": .stringConvertible(lost.usageDays),
-                "keyless_check_ins": .stringConvertible(lost.keylessCheckIns),
+                "keyless_check_ins": .stringConvertible(lost.keylessCheckIns), "device_days": .stringConvertible(lost.deviceDays),
             ])
         }
         return lost.isEmpty
@@ -52,6 +52,7 @@ struct ShutdownWatchdog: Service {
                 "validation_times_unwritten": .stringConvertible(lost.validationTimes),
                 "usage_days_unwritten": .stringConvertible(lost.usageDays),
                 "keyless_check_ins_unwritten": .stringConvertible(lost.keylessCheckIns),
+                "device_days_unwritten": .stringConvertible(lost.deviceDays),
             ])
             exit(1)
         }

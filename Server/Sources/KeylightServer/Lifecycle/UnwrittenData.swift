@@ -7,7 +7,9 @@ public final class UnwrittenData: Sendable {
         public var validationTimes = 0
         public var usageDays = 0
         public var keylessCheckIns = 0
-        public var isEmpty: Bool { validationTimes == 0 && usageDays == 0 && keylessCheckIns == 0 }
+        /// Devices' telemetry of a day (insights).
+        public var deviceDays = 0
+        public var isEmpty: Bool { validationTimes == 0 && usageDays == 0 && keylessCheckIns == 0 && deviceDays == 0 }
     }
 
     private let counts = NIOLockedValueBox(Counts())
@@ -21,6 +23,7 @@ public final class UnwrittenData: Sendable {
             counts.validationTimes += batch.times.count
             counts.usageDays += batch.usage.count
             counts.keylessCheckIns += batch.keyless.count
+            counts.deviceDays += batch.devices.count
         }
     }
 }

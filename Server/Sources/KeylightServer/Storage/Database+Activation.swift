@@ -267,9 +267,10 @@ extension Database {
         _ times: [String: Int64], usage: [UsageDay: UsageCount] = [:], keyless: [KeylessInstall: KeylessSighting] = [:], devices: [InstanceDay: DeviceSighting] = [:]
     ) async throws {
         guard !times.isEmpty || !usage.isEmpty || !keyless.isEmpty || !devices.isEmpty else { return }
+        let lock = capabilities.rowLockClause
         try await write { db in
             for (install, sighting) in keyless {
-                try await Self.storeKeyless(db, install, sighting)
+                try await Self.storeKeyless(db, install, sighting, lock: lock)
             }
             for (id, at) in times {
                 try await db.raw("""

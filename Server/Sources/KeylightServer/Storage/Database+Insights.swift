@@ -77,11 +77,14 @@ extension Database {
 
     /// Stores a keyless check-in as protocol 6.8 asks: a new install at once; a known one only
     /// when its state changed or its last stored check-in is 6 hours old. A new install counts in
-    /// its cohort's funnel (the day it was first seen), and so does its first trial.
-    static func storeKeyless(_ db: any SQLDatabase, _ install: KeylessInstall, _ sighting: KeylessSighting) async throws {
+    /// its cohort's funnel (the day it was first seen), and so does its first trial (a `trial` or
+    /// `expired` check-in: expired is a trial that ran out). The day it was seen is counted once
+    /// a day whatever the 6-hour rule kept out. `lock` is the database's row lock clause.
+    static func storeKeyless(_ db: any SQLDatabase, _ install: KeylessInstall, _ sighting: KeylessSighting, lock: String?) async throws {
         let day = sighting.at.flooringDivided(by: 86_400)
         let device = DeviceSighting(tenantId: install.tenantId, productId: install.productId, day: day, telemetry: sighting.telemetry)
-        let trialStart: Int64? = sighting.state == "trial" ? sighting.at : nil
+        let trialStart: Int64? = KeylessSighting.startsTrial(sighting.state) ? sighting.at : nil
+        let key: SQLQueryString = "tenant_id = \(bind: install.tenantId) AND product_id = \(bind: install.productId) AND instance_id = \(bind: install.instanceId)"
         let inserted = try await db.raw("""
             INSERT INTO keyless_installs (tenant_id, product_id, instance_id, state, machine_hash, first_seen_at, last_seen_at, trial_started_at, \(telemetryColumns))
             VALUES (\(bind: install.tenantId), \(bind: install.productId), \(bind: install.instanceId), \(bind: sighting.state), \(bind: sighting.machineHash),
@@ -93,23 +96,42 @@ extension Database {
             try await recordDeviceDay(db, kind: .keyless, deviceId: install.instanceId, device)
             return
         }
+        guard let known = try await db.raw("""
+            SELECT first_seen_at, trial_started_at FROM keyless_installs WHERE \(key)\(unsafeRaw: lock.map { " " + $0 } ?? "")
+            """).first() else { return }
+        var firstSeen = try known.decode(column: "first_seen_at", as: Int64.self)
+        let trialCounted = !(try known.decodeNil(column: "trial_started_at"))
+        if sighting.at < firstSeen {
+            // An earlier check-in than the first one known (another process's flush, or a
+            // conversion written before this check-in was): the install belongs to its own day.
+            try await db.raw("UPDATE keyless_installs SET first_seen_at = \(bind: sighting.at) WHERE \(key)").run()
+            let (from, to) = (firstSeen.flooringDivided(by: 86_400), day)
+            if from != to {
+                try await countInFunnel(db, tenantId: install.tenantId, productId: install.productId, day: from, installs: -1, trials: trialCounted ? -1 : 0)
+                try await countInFunnel(db, tenantId: install.tenantId, productId: install.productId, day: to, installs: 1, trials: trialCounted ? 1 : 0)
+            }
+            firstSeen = sighting.at
+        }
         let stored = try await db.raw("""
             UPDATE keyless_installs SET state = \(bind: sighting.state), machine_hash = COALESCE(\(bind: sighting.machineHash), machine_hash),
                 last_seen_at = \(bind: sighting.at), \(telemetryAssignments(sighting.telemetry))
-            WHERE tenant_id = \(bind: install.tenantId) AND product_id = \(bind: install.productId) AND instance_id = \(bind: install.instanceId)
-              AND last_seen_at <= \(bind: sighting.at)
+            WHERE \(key) AND last_seen_at <= \(bind: sighting.at)
               AND (state <> \(bind: sighting.state) OR last_seen_at <= \(bind: sighting.at - KeylessSighting.storeInterval))
             RETURNING instance_id
             """).first()
-        guard stored != nil else { return }
-        try await recordDeviceDay(db, kind: .keyless, deviceId: install.instanceId, device)
-        if let trialStart, let cohort = try await db.raw("""
-            UPDATE keyless_installs SET trial_started_at = \(bind: trialStart)
-            WHERE tenant_id = \(bind: install.tenantId) AND product_id = \(bind: install.productId) AND instance_id = \(bind: install.instanceId)
-              AND trial_started_at IS NULL
-            RETURNING first_seen_at
-            """).first(decodingColumn: "first_seen_at", as: Int64.self) {
-            try await countInFunnel(db, tenantId: install.tenantId, productId: install.productId, day: cohort.flooringDivided(by: 86_400), installs: 0, trials: 1)
+        if stored != nil {
+            try await recordDeviceDay(db, kind: .keyless, deviceId: install.instanceId, device)
+        } else {
+            try await db.raw("""
+                INSERT INTO device_days (tenant_id, product_id, day, kind, device_id, \(telemetryColumns))
+                VALUES (\(bind: install.tenantId), \(bind: install.productId), \(bind: day), \(bind: DeviceKind.keyless.rawValue), \(bind: install.instanceId), \(telemetryBinds(sighting.telemetry)))
+                ON CONFLICT (tenant_id, product_id, day, kind, device_id) DO NOTHING
+                """).run()
+        }
+        if let trialStart, !trialCounted, try await db.raw("""
+            UPDATE keyless_installs SET trial_started_at = \(bind: trialStart) WHERE \(key) AND trial_started_at IS NULL RETURNING instance_id
+            """).first() != nil {
+            try await countInFunnel(db, tenantId: install.tenantId, productId: install.productId, day: firstSeen.flooringDivided(by: 86_400), installs: 0, trials: 1)
         }
     }
 
@@ -266,10 +288,13 @@ extension Database {
                 DELETE FROM insights_daily WHERE tenant_id = \(bind: tenantId) AND product_id = \(bind: productId)
                   AND window_days = \(bind: windowDays) AND day = \(bind: day)
                 """).run()
-            for count in counts {
+            // A few hundred rows a statement, well inside either database's limit on binds.
+            for start in stride(from: 0, to: counts.count, by: 400) {
+                let rows = counts[start..<min(start + 400, counts.count)].map { count in
+                    "(\(bind: tenantId), \(bind: productId), \(bind: day), \(bind: windowDays), \(bind: count.dimension.rawValue), \(bind: count.value), \(bind: count.kind.rawValue), \(bind: count.devices))" as SQLQueryString
+                }.joined(separator: ", ")
                 try await db.raw("""
-                    INSERT INTO insights_daily (tenant_id, product_id, day, window_days, dimension, value, kind, devices)
-                    VALUES (\(bind: tenantId), \(bind: productId), \(bind: day), \(bind: windowDays), \(bind: count.dimension.rawValue), \(bind: count.value), \(bind: count.kind.rawValue), \(bind: count.devices))
+                    INSERT INTO insights_daily (tenant_id, product_id, day, window_days, dimension, value, kind, devices) VALUES \(rows)
                     ON CONFLICT (tenant_id, product_id, window_days, dimension, day, value, kind) DO UPDATE SET devices = excluded.devices
                     """).run()
             }
@@ -286,12 +311,13 @@ extension Database {
         }
     }
 
-    /// Deletes the per-device days before `day`; answers how many.
-    func pruneDeviceDays(before day: Int64) async throws -> Int {
+    /// Deletes one product's per-device days before `day`; answers how many.
+    func pruneDeviceDays(tenantId: String, productId: String, before day: Int64) async throws -> Int {
         try await write { db in
+            let scope: SQLQueryString = "tenant_id = \(bind: tenantId) AND product_id = \(bind: productId) AND day < \(bind: day)"
             // Counted, then deleted: RETURNING would carry every deleted row back.
-            let count = try await db.raw("SELECT COUNT(*) AS n FROM device_days WHERE day < \(bind: day)").first(decodingColumn: "n", as: Int.self) ?? 0
-            try await db.raw("DELETE FROM device_days WHERE day < \(bind: day)").run()
+            let count = try await db.raw("SELECT COUNT(*) AS n FROM device_days WHERE \(scope)").first(decodingColumn: "n", as: Int.self) ?? 0
+            if count > 0 { try await db.raw("DELETE FROM device_days WHERE \(scope)").run() }
             return count
         }
     }

@@ -51,13 +51,14 @@ extension Migration {
             .column("rolled_through", type: .bigint, .notNull)
             .primaryKey("tenant_id", "product_id")
             .run()
-        // What was recorded before: each install's cohort, trials as their state says, and
-        // conversions dated by the activation that last touched the install.
-        try await db.raw("UPDATE keyless_installs SET trial_started_at = first_seen_at WHERE state = 'trial'").run()
+        // What was recorded before: each install's cohort, trials as their state says (expired is
+        // a trial that ran out), and conversions dated by the install's last sighting (the
+        // conversion's own time was not kept: a later check-in moves it later).
+        try await db.raw("UPDATE keyless_installs SET trial_started_at = first_seen_at WHERE state IN ('trial', 'expired')").run()
         try await db.raw("UPDATE keyless_installs SET converted_at = last_seen_at WHERE converted_license_id IS NOT NULL").run()
         try await db.raw("""
             INSERT INTO insights_funnel_daily (tenant_id, product_id, day, keyless_installs, trials)
-            SELECT tenant_id, product_id, first_seen_at / 86400, COUNT(*), SUM(CASE WHEN state = 'trial' THEN 1 ELSE 0 END)
+            SELECT tenant_id, product_id, first_seen_at / 86400, COUNT(*), SUM(CASE WHEN state IN ('trial', 'expired') THEN 1 ELSE 0 END)
             FROM keyless_installs GROUP BY tenant_id, product_id, first_seen_at / 86400
             """).run()
     }

@@ -35,7 +35,7 @@ extension SVGChart {
         let barWidth = max(1, slot * 0.75)
         var svg = """
             <svg class="chart stacked" viewBox="0 0 \(width) \(height + legendHeight)" width="\(width)" height="\(height + legendHeight)" role="img" \
-            aria-label="\(escape(title)): \(stacks.map { "\($0.name) \($0.values.last ?? 0)" }.joined(separator: ", ")) on the last day" xmlns="http://www.w3.org/2000/svg">
+            aria-label="\(escape(title + ": " + stacks.map { "\($0.name) \($0.values.last ?? 0)" }.joined(separator: ", ") + " on the last day"))" xmlns="http://www.w3.org/2000/svg">
             <defs>
 
             """
@@ -85,7 +85,7 @@ extension SVGChart {
         let height = steps.count * rowHeight + 4
         var svg = """
             <svg class="chart funnel" viewBox="0 0 \(width) \(height)" width="\(width)" height="\(height)" role="img" \
-            aria-label="Trial funnel: \(steps.map { "\($0.name) \($0.count)" }.joined(separator: ", "))" xmlns="http://www.w3.org/2000/svg">
+            aria-label="\(escape("Trial funnel: " + steps.map { "\($0.name) \($0.count)" }.joined(separator: ", ")))" xmlns="http://www.w3.org/2000/svg">
 
             """
         for (index, step) in steps.enumerated() {
