@@ -30,7 +30,7 @@ import Testing
     /// Writes what the activity buffer holds now, as its periodic flush would.
     static func flush(_ client: Client) async throws {
         let batch = client.server.admin.licensing.activity.drain()
-        try await client.database.touchInstances(batch.times, usage: batch.usage, keyless: batch.keyless, devices: batch.devices)
+        try await client.database.touchInstances(batch.times, usage: batch.usage, keyless: batch.keyless, devices: batch.devices, instanceTelemetry: batch.instanceTelemetry)
     }
 
     /// Each hosted client's bodies as its public source builds them (field names, JSON types and

@@ -37,7 +37,9 @@ final class ActivityBuffer: Sendable {
         /// Instances whose telemetry or day changed since they were last written, by instance and
         /// day (a device seen either side of midnight within one flush is seen on both days).
         var devices: [InstanceDay: DeviceSighting] = [:]
-        var isEmpty: Bool { times.isEmpty && usage.isEmpty && keyless.isEmpty && devices.isEmpty }
+        /// Instances whose latest telemetry changed, to write on the instance itself.
+        var instanceTelemetry: [String: Telemetry] = [:]
+        var isEmpty: Bool { times.isEmpty && usage.isEmpty && keyless.isEmpty && devices.isEmpty && instanceTelemetry.isEmpty }
     }
 
     /// What is pending, and each instance's sighting as last queued: an instance that validates
@@ -118,6 +120,7 @@ final class ActivityBuffer: Sendable {
             for (id, time) in batch.times where (pending.times[id] ?? .min) < time { pending.times[id] = time }
             for (key, count) in batch.usage { pending.usage[key, default: UsageCount()] += count }
             for (id, sighting) in batch.devices where pending.devices[id] == nil { pending.devices[id] = sighting }
+            for (id, telemetry) in batch.instanceTelemetry where pending.instanceTelemetry[id] == nil { pending.instanceTelemetry[id] = telemetry }
             for (install, sighting) in batch.keyless {
                 if let newer = pending.keyless[install] {
                     pending.keyless[install] = newer.merged(after: sighting)
@@ -131,11 +134,17 @@ final class ActivityBuffer: Sendable {
 
 extension ActivityBuffer.State {
     /// Queues the instance's sighting unless the same one (day and telemetry) was queued before.
+    /// The instance's own row is written only when what it sent changed: a new instance that
+    /// sends nothing (its columns are empty already) or the same values on a new day costs none.
     mutating func sighted(_ instanceId: String, _ sighting: DeviceSighting, limit: Int) {
-        guard recorded[instanceId] != sighting else { return }
+        let earlier = recorded[instanceId]
+        guard earlier != sighting else { return }
         if recorded.count >= limit { recorded.removeAll(keepingCapacity: true) }
         recorded[instanceId] = sighting
         batch.devices[InstanceDay(instanceId: instanceId, day: sighting.day)] = sighting
+        if earlier.map({ $0.telemetry != sighting.telemetry }) ?? (sighting.telemetry != Telemetry()) {
+            batch.instanceTelemetry[instanceId] = sighting.telemetry
+        }
     }
 }
 
@@ -188,7 +197,7 @@ extension PeriodicService {
             let batch = buffer.drain()
             guard !batch.isEmpty else { return }
             do {
-                try await database.touchInstances(batch.times, usage: batch.usage, keyless: batch.keyless, devices: batch.devices)
+                try await database.touchInstances(batch.times, usage: batch.usage, keyless: batch.keyless, devices: batch.devices, instanceTelemetry: batch.instanceTelemetry)
             } catch {
                 if final {
                     unwritten.record(batch)

@@ -14,22 +14,15 @@ enum InsightsCSV: String, CaseIterable, Sendable {
     }
 
     func text(_ report: InsightsReport) -> String {
-        let body = InsightsBody(report)
         switch self {
         case .devices:
             return DashboardFormat.csvLine([report.query.by.rawValue, "devices", "licensed", "keyless"])
-                + body.active_devices.map { DashboardFormat.csvLine([$0.value ?? "", String($0.devices), String($0.licensed), String($0.keyless)]) }.joined()
+                + InsightsBody(report).active_devices.map { DashboardFormat.csvLine([$0.value ?? "", String($0.devices), String($0.licensed), String($0.keyless)]) }.joined()
         case .series:
             return DashboardFormat.csvLine(["day", report.query.by.rawValue, "devices_seen_in_\(report.query.windowDays)_days"])
-                + body.series.flatMap { day in day.devices.map { DashboardFormat.csvLine([day.day, $0.value ?? "", String($0.devices)]) } }.joined()
+                + InsightsBody(report).series.flatMap { day in day.devices.map { DashboardFormat.csvLine([day.day, $0.value ?? "", String($0.devices)]) } }.joined()
         case .funnel:
-            let funnel = body.funnel
-            let rows: [(String, String)] = [
-                ("keyless_installs", String(funnel.keylessInstalls)), ("trials", String(funnel.trials)), ("conversions", String(funnel.conversions)),
-                ("conversion_rate", funnel.conversionRate.map { String($0) } ?? ""), ("median_days_to_convert", funnel.medianDaysToConvert.map { String($0) } ?? ""),
-                ("converted_at_least_30_days_ago", String(funnel.convertedAtLeast30DaysAgo)), ("still_active_after_30_days", String(funnel.stillActiveAfter30Days)),
-            ]
-            return DashboardFormat.csvLine(["metric", "value"]) + rows.map { DashboardFormat.csvLine([$0.0, $0.1]) }.joined()
+            return DashboardFormat.csvLine(["metric", "value"]) + report.funnelMetrics.map { DashboardFormat.csvLine([$0.key, $0.value]) }.joined()
         case .quiet:
             return DashboardFormat.csvLine(["license_id", "masked_key", "customer_email", "devices", "last_seen_at"])
                 + report.quietLicenses.map {

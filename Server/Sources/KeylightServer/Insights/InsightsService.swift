@@ -178,6 +178,19 @@ struct InsightsReport: Sendable {
         funnel.keylessInstalls == 0 ? nil : Double(funnel.secondsToConvert.count) / Double(funnel.keylessInstalls)
     }
 
+    /// The funnel's figures in the order shown, as the CSV names them and as a person reads them.
+    var funnelMetrics: [(key: String, label: String, value: String)] {
+        [
+            ("keyless_installs", "Keyless installs", String(funnel.keylessInstalls)),
+            ("trials", "Trials", String(funnel.trials)),
+            ("conversions", "Conversions", String(funnel.secondsToConvert.count)),
+            ("conversion_rate", "Conversion rate (conversions ÷ keyless installs)", conversionRate.map { String(($0 * 10_000).rounded() / 10_000) } ?? ""),
+            ("median_days_to_convert", "Median days to convert", medianDaysToConvert.map { String($0) } ?? ""),
+            ("converted_at_least_30_days_ago", "Converted at least 30 days ago", String(funnel.convertedLongAgo)),
+            ("still_active_after_30_days", "… still active 30 days after converting", String(funnel.stillActiveAfter30Days)),
+        ]
+    }
+
     /// The median time from first sight to conversion, in days (one decimal), or nil with none.
     var medianDaysToConvert: Double? {
         let sorted = funnel.secondsToConvert.sorted()

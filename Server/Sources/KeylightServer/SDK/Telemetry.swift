@@ -64,6 +64,12 @@ struct Telemetry: Decodable, Sendable, Hashable {
     /// The value as stored: control characters (C0, DEL, C1) removed, surrounding spaces trimmed,
     /// cut at `cap` bytes; nil when nothing is left.
     static func clean(_ value: String, cap: Int) -> String? {
+        // What the clients send: short printable ASCII, kept as it is without a copy.
+        let bytes = value.utf8
+        if let first = bytes.first, let last = bytes.last, bytes.count <= cap, first != 0x20, last != 0x20,
+           bytes.allSatisfy({ $0 >= 0x20 && $0 < 0x7F }) {
+            return value
+        }
         var scalars = String.UnicodeScalarView()
         for scalar in value.unicodeScalars where !(scalar.value < 0x20 || (0x7F...0x9F).contains(scalar.value)) {
             scalars.append(scalar)

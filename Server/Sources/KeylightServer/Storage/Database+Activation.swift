@@ -264,9 +264,10 @@ extension Database {
 
     /// Records validation times and adds usage counts, many at once (the write-behind flush).
     func touchInstances(
-        _ times: [String: Int64], usage: [UsageDay: UsageCount] = [:], keyless: [KeylessInstall: KeylessSighting] = [:], devices: [InstanceDay: DeviceSighting] = [:]
+        _ times: [String: Int64], usage: [UsageDay: UsageCount] = [:], keyless: [KeylessInstall: KeylessSighting] = [:],
+        devices: [InstanceDay: DeviceSighting] = [:], instanceTelemetry: [String: Telemetry] = [:]
     ) async throws {
-        guard !times.isEmpty || !usage.isEmpty || !keyless.isEmpty || !devices.isEmpty else { return }
+        guard !times.isEmpty || !usage.isEmpty || !keyless.isEmpty || !devices.isEmpty || !instanceTelemetry.isEmpty else { return }
         let lock = capabilities.rowLockClause
         try await write { db in
             for (install, sighting) in keyless {
@@ -278,9 +279,9 @@ extension Database {
                     WHERE id = \(bind: id) AND (last_validated_at IS NULL OR last_validated_at < \(bind: at))
                     """).run()
             }
-            // Oldest day first, so the instance keeps the newest values.
-            for (key, sighting) in devices.sorted(by: { $0.key.day < $1.key.day }) {
-                try await Self.recordInstanceTelemetry(db, instanceId: key.instanceId, sighting)
+            try await Self.recordDeviceDays(db, devices.map { (kind: DeviceKind.licensed, deviceId: $0.key.instanceId, sighting: $0.value) })
+            for (id, telemetry) in instanceTelemetry {
+                try await db.raw("UPDATE instances SET \(Self.telemetryAssignments(telemetry)) WHERE id = \(bind: id)").run()
             }
             for (key, count) in usage {
                 try await db.raw("""

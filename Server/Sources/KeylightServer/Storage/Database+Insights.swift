@@ -62,17 +62,21 @@ extension Database {
 
     /// One device seen on one day, with its latest values that day.
     static func recordDeviceDay(_ db: any SQLDatabase, kind: DeviceKind, deviceId: String, _ sighting: DeviceSighting) async throws {
-        try await db.raw("""
-            INSERT INTO device_days (tenant_id, product_id, day, kind, device_id, \(telemetryColumns))
-            VALUES (\(bind: sighting.tenantId), \(bind: sighting.productId), \(bind: sighting.day), \(bind: kind.rawValue), \(bind: deviceId), \(telemetryBinds(sighting.telemetry)))
-            ON CONFLICT (tenant_id, product_id, day, kind, device_id) DO UPDATE SET \(telemetryFromExcluded)
-            """).run()
+        try await recordDeviceDays(db, [(kind, deviceId, sighting)])
     }
 
-    /// An instance's latest telemetry, and the day it was seen with it.
-    static func recordInstanceTelemetry(_ db: any SQLDatabase, instanceId: String, _ sighting: DeviceSighting) async throws {
-        try await db.raw("UPDATE instances SET \(telemetryAssignments(sighting.telemetry)) WHERE id = \(bind: instanceId)").run()
-        try await recordDeviceDay(db, kind: .licensed, deviceId: instanceId, sighting)
+    /// Devices seen on a day, a few hundred rows a statement (each device and day at most once).
+    static func recordDeviceDays(_ db: any SQLDatabase, _ days: [(kind: DeviceKind, deviceId: String, sighting: DeviceSighting)]) async throws {
+        for start in stride(from: 0, to: days.count, by: 200) {
+            let rows = days[start..<min(start + 200, days.count)].map { day in
+                let sighting = day.sighting
+                return "(\(bind: sighting.tenantId), \(bind: sighting.productId), \(bind: sighting.day), \(bind: day.kind.rawValue), \(bind: day.deviceId), \(telemetryBinds(sighting.telemetry)))" as SQLQueryString
+            }.joined(separator: ", ")
+            try await db.raw("""
+                INSERT INTO device_days (tenant_id, product_id, day, kind, device_id, \(telemetryColumns)) VALUES \(rows)
+                ON CONFLICT (tenant_id, product_id, day, kind, device_id) DO UPDATE SET \(telemetryFromExcluded)
+                """).run()
+        }
     }
 
     /// Stores a keyless check-in as protocol 6.8 asks: a new install at once; a known one only

@@ -75,15 +75,10 @@ struct InsightsView: Sendable {
             ("Keyless installs", funnel.keylessInstalls), ("Trials", funnel.trials), ("Converted (activated a license)", funnel.secondsToConvert.count),
             ("Still active 30 days after", funnel.stillActiveAfter30Days),
         ])
-        funnelRows = [
-            FunnelRow(name: "Keyless installs", value: String(funnel.keylessInstalls)),
-            FunnelRow(name: "Trials", value: String(funnel.trials)),
-            FunnelRow(name: "Conversions", value: String(funnel.secondsToConvert.count)),
-            FunnelRow(name: "Conversion rate (conversions ÷ keyless installs)", value: report.conversionRate.map { Self.percent($0) } ?? "—"),
-            FunnelRow(name: "Median days to convert", value: report.medianDaysToConvert.map { String($0) } ?? "—"),
-            FunnelRow(name: "Converted at least 30 days ago", value: String(funnel.convertedLongAgo)),
-            FunnelRow(name: "… still active 30 days after converting", value: String(funnel.stillActiveAfter30Days)),
-        ]
+        funnelRows = report.funnelMetrics.map { metric in
+            let value = metric.key == "conversion_rate" ? report.conversionRate.map(Self.percent) : (metric.value.isEmpty ? nil : metric.value)
+            return FunnelRow(name: metric.label, value: value ?? "—")
+        }
         quiet = report.quietLicenses.map {
             QuietRow(licenseId: $0.licenseId, maskedKey: $0.maskedKey, email: $0.customerEmail ?? "", devices: $0.devices, lastSeen: DashboardFormat.time($0.lastSeenAt))
         }
@@ -92,8 +87,7 @@ struct InsightsView: Sendable {
     }
 
     static func percent(_ rate: Double) -> String {
-        let tenths = (rate * 1000).rounded() / 10
-        return "\(tenths) %"
+        "\((rate * 1000).rounded() / 10) %"
     }
 
     /// Devices per day, stacked by value: the most common values over the range each their own
