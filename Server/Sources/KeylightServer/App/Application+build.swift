@@ -72,7 +72,7 @@ func assemble(
 ) async throws -> KeylightServer {
     let clock = configuration.clock
     if configuration.backups != nil, !database.capabilities.backsUpIntoFile { throw BackupError.notSQLite }
-    let applied = try await database.migrate(logger: logger)
+    let applied = try await database.migrate(logger: logger, clock: clock)
     let sealer: SecretSealer
     if let path = configuration.resolvedMasterKeyPath {
         sealer = try SecretSealer.load(environmentValue: configuration.masterKey, path: path)

@@ -1,4 +1,5 @@
 import Foundation
+import KeylightCore
 import Logging
 import SQLKit
 
@@ -19,14 +20,15 @@ extension Migration {
 extension Database {
     /// Applies the migrations not yet recorded; returns the names applied.
     @discardableResult
-    public func migrate(logger: Logger) async throws -> [String] {
-        try await migrate(Migration.all, logger: logger)
+    public func migrate(logger: Logger, clock: any WallClock = SystemWallClock()) async throws -> [String] {
+        try await migrate(Migration.all, logger: logger, clock: clock)
     }
 
     /// All pending migrations in one transaction, under the driver's migration lock, so that
     /// processes starting together apply each migration exactly once.
-    func migrate(_ migrations: [Migration], logger: Logger) async throws -> [String] {
+    func migrate(_ migrations: [Migration], logger: Logger, clock: any WallClock = SystemWallClock()) async throws -> [String] {
         let capabilities = self.capabilities
+        let now = clock.unixSeconds
         let applied = try await writeWithoutDeadlines { db in
             if let lock = capabilities.migrationLock { try await db.raw(SQLQueryString(lock)).run() }
             try await db.create(table: "keylight_migrations").ifNotExists()
@@ -41,7 +43,7 @@ extension Database {
             var applied: [String] = []
             for migration in migrations where !recorded.contains(migration.name) {
                 try await migration.apply(db, capabilities)
-                try await db.raw("INSERT INTO keylight_migrations (name, applied_at) VALUES (\(bind: migration.name), \(bind: SystemClockSeconds.now))").run()
+                try await db.raw("INSERT INTO keylight_migrations (name, applied_at) VALUES (\(bind: migration.name), \(bind: now))").run()
                 applied.append(migration.name)
             }
             return applied
@@ -54,9 +56,4 @@ extension Database {
     public func appliedMigrations() async throws -> [String] {
         try await sql.raw("SELECT name FROM keylight_migrations ORDER BY applied_at, name").all(decodingColumn: "name", as: String.self)
     }
-}
-
-/// Migration timestamps are bookkeeping, not behaviour, so they read the system clock directly.
-enum SystemClockSeconds {
-    static var now: Int64 { Int64(Date().timeIntervalSince1970) }
 }

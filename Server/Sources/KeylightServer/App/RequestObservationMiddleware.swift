@@ -1,7 +1,7 @@
 import Foundation
 import Hummingbird
-import KeylightCore
 import HTTPTypes
+import KeylightCore
 import Logging
 import NIOCore
 
@@ -79,30 +79,5 @@ struct RequestObservationMiddleware: RouterMiddleware {
             return given
         }
         return UUID().uuidString.lowercased()
-    }
-}
-
-/// Per-client-address rate limit, answering 429 with `Retry-After`.
-struct AddressRateLimitMiddleware: RouterMiddleware {
-    typealias Context = KeylightRequestContext
-    let limiter: RateLimiter<IPAddress>
-
-    func handle(_ request: Request, context: Context, next: (Request, Context) async throws -> Response) async throws -> Response {
-        if case .limited(let retryAfter) = limiter.acquire(context.rateLimitKey) {
-            throw APIError.rateLimited(retryAfter: retryAfter)
-        }
-        return try await next(request, context)
-    }
-}
-
-extension Request {
-    /// The body, at most `limit` bytes: a declared or actual larger body is a 413.
-    mutating func collectJSONBody(limit: Int) async throws -> ByteBuffer {
-        if let length = headers[.contentLength].flatMap(Int.init), length > limit { throw APIError.payloadTooLarge }
-        do {
-            return try await collectBody(upTo: limit)
-        } catch is NIOTooManyBytesError {
-            throw APIError.payloadTooLarge
-        }
     }
 }
