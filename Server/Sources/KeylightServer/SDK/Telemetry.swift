@@ -43,17 +43,16 @@ struct Telemetry: Decodable, Sendable, Hashable {
 
     init(from decoder: any Decoder) throws {
         // Only the body's shape can fail here (not an object), and the request's own fields
-        // already refuse that: a telemetry value never does.
+        // already refuse that: a telemetry value never does. Values are cleaned once, by the
+        // memberwise initialiser.
         let container = try decoder.container(keyedBy: CodingKeys.self)
         func text(_ key: CodingKeys) -> String? {
             guard container.contains(key) else { return nil }
-            let raw: String? =
-                if let value = try? container.decode(String.self, forKey: key) { value }
-                else if let value = try? container.decode(Int64.self, forKey: key) { String(value) }
-                else if let value = try? container.decode(Double.self, forKey: key) { String(value) }
-                else if let value = try? container.decode(Bool.self, forKey: key) { String(value) }
-                else { nil }
-            return raw.flatMap { Self.clean($0, cap: key.cap) }
+            if let value = try? container.decode(String.self, forKey: key) { return value }
+            if let value = try? container.decode(Int64.self, forKey: key) { return String(value) }
+            if let value = try? container.decode(Double.self, forKey: key) { return String(value) }
+            if let value = try? container.decode(Bool.self, forKey: key) { return String(value) }
+            return nil
         }
         self.init(
             appVersion: text(.appVersion), sdkVersion: text(.sdkVersion), sdk: text(.sdk), platform: text(.platform),
