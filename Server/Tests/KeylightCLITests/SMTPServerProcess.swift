@@ -35,23 +35,19 @@ final class SMTPServerProcess: Sendable {
         let out = Pipe()
         process.standardOutput = out
         process.standardError = FileHandle.nullDevice
-        let output = NIOLockedValueBox("")
-        out.fileHandleForReading.readabilityHandler = { handle in
-            let data = handle.availableData
-            if !data.isEmpty { output.withLockedValue { $0 += String(decoding: data, as: UTF8.self) } }
-        }
         try process.run()
+        let output = PipeCollector(out)
         self.process = process
         var ready: [Substring]?
         for _ in 0..<300 where ready == nil && process.isRunning {
             try await Task.sleep(for: .milliseconds(50))
-            if let line = output.withLockedValue({ $0 }).split(separator: "\n").first(where: { $0.hasPrefix("ready ") }) {
+            if let line = output.text.split(separator: "\n").first(where: { $0.hasPrefix("ready ") }) {
                 ready = line.split(separator: " ")
             }
         }
         guard let ready, ready.count >= 2, let port = Int(ready[1]) else {
             if process.isRunning { process.terminate() }
-            throw ServerProcessError(output: "aiosmtpd did not start: \(output.withLockedValue { $0 })")
+            throw ServerProcessError(output: "aiosmtpd did not start: \(output.text)")
         }
         self.port = port
         self.caFile = ready.count > 2 ? String(ready[2]) : nil

@@ -1,5 +1,6 @@
 import AsyncHTTPClient
 import Foundation
+import KeylightFuzzSupport
 import NIOConcurrencyHelpers
 import NIOCore
 import NIOHTTP1
@@ -7,7 +8,7 @@ import NIOHTTP1
 /// A `keylight serve` child process on a free port, driven over HTTP like any client would.
 final class ServerProcess: Sendable {
     let process: Process
-    let output: NIOLockedValueBox<String>
+    let output: PipeCollector
     let port: Int
 
     /// Starts the server and waits until it prints its listening address.
@@ -22,18 +23,14 @@ final class ServerProcess: Sendable {
         let out = Pipe()
         process.standardOutput = out
         process.standardError = FileHandle.nullDevice
-        let output = NIOLockedValueBox("")
-        out.fileHandleForReading.readabilityHandler = { handle in
-            let data = handle.availableData
-            if !data.isEmpty { output.withLockedValue { $0 += String(decoding: data, as: UTF8.self) } }
-        }
         try process.run()
+        let output = PipeCollector(out)
         self.process = process
         self.output = output
         var found: Int?
         for _ in 0..<600 where found == nil {
             try await Task.sleep(for: .milliseconds(50))
-            let text = output.withLockedValue { $0 }
+            let text = output.text
             if let range = text.range(of: "listening on http://127.0.0.1:") {
                 found = Int(text[range.upperBound...].prefix { $0.isNumber })
             }
@@ -41,12 +38,12 @@ final class ServerProcess: Sendable {
         }
         guard let found else {
             process.terminate()
-            throw ServerProcessError(output: output.withLockedValue { $0 })
+            throw ServerProcessError(output: output.text)
         }
         port = found
     }
 
-    var stdout: String { output.withLockedValue { $0 } }
+    var stdout: String { output.text }
 
     /// Sends SIGTERM and waits for the exit status.
     func terminate() async -> Int32 {

@@ -8,7 +8,7 @@ import Testing
     /// A `keylight trust listen` child process, its output collected.
     final class Listener: Sendable {
         let process: Process
-        let output = NIOLockedValueBox("")
+        private let output: PipeCollector
         let port: Int
 
         init(store: String, sessions: Int) async throws {
@@ -18,23 +18,20 @@ import Testing
             let pipe = Pipe()
             process.standardOutput = pipe
             process.standardError = pipe
-            let output = self.output
-            pipe.fileHandleForReading.readabilityHandler = { handle in
-                let data = handle.availableData
-                if !data.isEmpty { output.withLockedValue { $0 += String(decoding: data, as: UTF8.self) } }
-            }
             try process.run()
+            let output = PipeCollector(pipe)
+            self.output = output
             self.process = process
             var found: Int?
             for _ in 0..<200 where found == nil {
                 try await Task.sleep(for: .milliseconds(50))
-                let text = output.withLockedValue { $0 }
+                let text = output.text
                 if let range = text.range(of: "listening on 127.0.0.1:") { found = Int(text[range.upperBound...].prefix { $0.isNumber }) }
             }
-            port = try #require(found, "listener did not start: \(output.withLockedValue { $0 })")
+            port = try #require(found, "listener did not start: \(output.text)")
         }
 
-        var text: String { output.withLockedValue { $0 } }
+        var text: String { output.text }
 
         func waitForExit() async -> Int32 {
             for _ in 0..<200 where process.isRunning { try? await Task.sleep(for: .milliseconds(50)) }

@@ -109,7 +109,15 @@ import Testing
             // correct close look early on a loaded CI machine).
             let started = ContinuousClock.now
             let idle = try await RawConnection.open(port: port)
-            try await idle.send("GET /healthz HTTP/1.1\r\nHost: x\r\n\r\n")
+            do {
+                try await idle.send("GET /healthz HTTP/1.1\r\nHost: x\r\n\r\n")
+            } catch ChannelError.ioOnClosedChannel {
+                // This task woke more than a second after connecting (a loaded CI machine): the
+                // server had already closed the idle connection, which is what is checked, so
+                // only its timing is left to check.
+                #expect(try #require(idle.closedTime) - started >= .milliseconds(900))
+                return
+            }
             let everything = try #require(try await idle.readUntilClosed(timeout: .seconds(10)), "idle connection kept open")
             #expect(everything.hasPrefix("HTTP/1.1 200 "))
             #expect(try #require(idle.closedTime) - started >= .milliseconds(900))
