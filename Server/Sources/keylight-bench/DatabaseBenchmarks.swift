@@ -178,7 +178,7 @@ enum Seeder {
         let product = try await admin.post("/admin/v1/tenants/bench/products", #"{"id":"app","name":"App","key_prefix":"BNCH","trial_duration_days":14,"free_tier_enabled":true}"#)
         guard let sdkKey = product["sdk_key"] as? String else { throw BenchError("no sdk key: \(product)") }
         _ = try await admin.post("/admin/v1/tenants/bench/products/app/key-types", #"{"id":"pro","display_name":"Pro","activation_limit":100000,"duration_days":null,"fallback_access":true,"entitlements":["pro"]}"#)
-        let now = Int64(Date().timeIntervalSince1970)
+        let now = SystemWallClock().unixSeconds
         let keys = try (0..<licenses).map { _ in try LicenseKey.generate(prefix: "BNCH") }
         try await database.importLicenses(keys.map { key in
             License(id: UUID().uuidString.lowercased(), tenantId: "bench", productId: "app", keyTypeId: "pro", keyHash: key.keyHash, maskedKey: key.masked,

@@ -66,7 +66,7 @@ struct SigningTransport: Transport {
     func send(_ request: TransportRequest) async throws -> TransportResponse {
         let fields = request.body.flatMap { try? JSONSerialization.jsonObject(with: $0) as? [String: String] } ?? [:]
         guard request.path.hasSuffix("/activate"), let licenseKey = fields["license_key"] else { throw URLError(.notConnectedToInternet) }
-        let now = Int64(Date().timeIntervalSince1970)
+        let now = SystemWallClock().unixSeconds
         let lease = try Lease.sign(licenseKeyHash: LicenseKey.hash(normalizing: licenseKey), instanceId: "bench-instance", issuedAt: now,
                                    expiresAt: now + 7 * 86_400, status: .active, entitlements: ["pro"], with: key)
         let body = #"{"activated":true,"instance_id":"bench-instance","license_expires_at":null,"lease":\#(String(decoding: lease.json(), as: UTF8.self))}"#

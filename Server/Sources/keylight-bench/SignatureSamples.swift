@@ -47,7 +47,7 @@ struct SignatureSamples {
         let body = try await response.body.collect(upTo: 1 << 20)
         let verifier = ResponseSignatureVerifier(keyset: try Keyset(json: Data(body.readableBytesView)))
         guard let nonceBytes = Base64.decode(nonce) else { throw BenchError("bad nonce") }
-        let now = Int64(Date().timeIntervalSince1970)
+        let now = SystemWallClock().unixSeconds
         var verified = 0
         var failures: [String] = []
         for sample in try read() {

@@ -102,7 +102,7 @@ import Testing
                                 let at = clock.withLockedValue { $0 }
                                 let outcome = try await db.activate(
                                     keyHash: key.keyHash, tenantId: "acme", productId: "app", newInstanceId: UUID().uuidString.lowercased(), name: "d\(device)",
-                                    machineHash: "machine-\(device)", existingInstanceId: nil, freeTierInstanceId: nil, now: at, refuse: { _ in false }
+                                    machineHash: "machine-\(device)", existingInstanceId: nil, freeTierInstanceId: nil, now: at, refusal: { _ in nil }
                                 )
                                 switch outcome {
                                 case .activated(let id, _):

@@ -30,7 +30,7 @@ import Testing
 
     static func activate(_ db: Database, _ key: LicenseKey, machine: String?) async throws -> ActivationOutcome {
         try await db.activate(keyHash: key.keyHash, tenantId: "acme", productId: "app", newInstanceId: UUID().uuidString.lowercased(), name: "n",
-                              machineHash: machine, existingInstanceId: nil, freeTierInstanceId: nil, now: now, refuse: { _ in false })
+                              machineHash: machine, existingInstanceId: nil, freeTierInstanceId: nil, now: now, refusal: { _ in nil })
     }
 
     @Test(arguments: StorageBackend.available)

@@ -18,13 +18,16 @@ import KeylightCore
 public struct TrustNode: Sendable {
     public let identity: DeviceIdentity
     public let store: TrustStore
-    let now: @Sendable () -> Int64
+    /// Decides whether invitations have expired; tests move it.
+    let clock: any WallClock
 
-    public init(identity: DeviceIdentity, store: TrustStore, now: @escaping @Sendable () -> Int64 = { Int64(Date().timeIntervalSince1970) }) {
+    public init(identity: DeviceIdentity, store: TrustStore, clock: any WallClock = SystemWallClock()) {
         self.identity = identity
         self.store = store
-        self.now = now
+        self.clock = clock
     }
+
+    func now() -> Int64 { clock.unixSeconds }
 
     // MARK: Transcripts
 

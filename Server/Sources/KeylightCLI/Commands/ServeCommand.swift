@@ -124,6 +124,41 @@ struct ServeCommand: AsyncParsableCommand {
 
     enum LogFormat: String, ExpressibleByArgument { case text, json }
 
+    /// The options as given; the environment and the checks are the server configuration's.
+    var settings: ServeSettings {
+        var settings = ServeSettings()
+        settings.host = host
+        settings.port = port
+        settings.databasePath = database.databasePath
+        settings.databaseURL = database.databaseURL
+        settings.masterKeyFile = database.masterKeyFile
+        settings.poolSize = poolSize
+        settings.keyRefreshSeconds = keyRefreshInterval
+        settings.webhookPollSeconds = webhookPollInterval
+        settings.webhookAllowPrivate = webhookAllowPrivate
+        settings.publicURL = publicURL
+        settings.stripeAPIBase = stripeAPIBase
+        settings.paddleAPIBase = paddleAPIBase
+        settings.appStoreRootCertificateFiles = appstoreRootCert
+        settings.requestTimeoutSeconds = requestTimeout
+        settings.idleTimeoutSeconds = idleTimeout
+        settings.shutdownTimeoutSeconds = shutdownTimeout
+        settings.maxConnections = maxConnections
+        settings.trustedProxies = trustedProxies
+        settings.insightsRetentionDays = insightsRetentionDays
+        settings.backupDirectory = backupDir
+        settings.backupEverySeconds = backupEvery.seconds
+        settings.backupKeep = backupKeep
+        settings.smtpURL = smtpURL
+        settings.smtpPasswordFile = smtpPasswordFile
+        settings.smtpCAFile = smtpCAFile
+        settings.mailFrom = mailFrom
+        settings.mailRetrySeconds = mailRetrySeconds
+        settings.rateLimitAddress = rateLimitAddress?.limit
+        settings.rateLimitLicense = rateLimitLicense?.limit
+        return settings
+    }
+
     func run() async throws {
         let environment = ProcessInfo.processInfo.environment
         let level = logLevel
@@ -133,92 +168,13 @@ struct ServeCommand: AsyncParsableCommand {
         }
         let logger = Logger(label: "keylight")
 
-        var configuration = ServerConfiguration()
-        configuration.host = host
-        configuration.port = port
-        configuration.databasePath = database.databasePath
-        configuration.databaseURL = database.resolvedDatabaseURL
-        configuration.masterKeyPath = database.masterKeyFile
-        configuration.masterKey = environment["KEYLIGHT_MASTER_KEY"].flatMap { $0.isEmpty ? nil : $0 }
-        configuration.adminToken = environment["KEYLIGHT_ADMIN_TOKEN"].flatMap { $0.isEmpty ? nil : $0 }
-        configuration.poolSize = poolSize
-        configuration.keyRefreshInterval = .seconds(max(1, keyRefreshInterval))
-        configuration.webhookPollInterval = .seconds(max(1, webhookPollInterval))
-        configuration.webhookAllowPrivate = webhookAllowPrivate || environment["KEYLIGHT_WEBHOOK_ALLOW_PRIVATE"] == "1"
-        if let url = publicURL ?? environment["KEYLIGHT_PUBLIC_URL"].flatMap({ $0.isEmpty ? nil : $0 }) {
-            guard let parsed = URL(string: url), parsed.scheme == "https" || parsed.scheme == "http", parsed.host != nil else {
-                Standard.error("keylight: error: --public-url must be an http(s) URL")
-                throw ExitCode(64)
-            }
-            configuration.publicURL = url.hasSuffix("/") ? String(url.dropLast()) : url
-        }
-        if let base = stripeAPIBase ?? environment["KEYLIGHT_STRIPE_API_BASE"].flatMap({ $0.isEmpty ? nil : $0 }) {
-            guard let url = URL(string: base), url.scheme == "https" || url.scheme == "http", url.host != nil else {
-                Standard.error("keylight: error: --stripe-api-base must be an http(s) URL")
-                throw ExitCode(64)
-            }
-            configuration.stripeAPIBaseURL = base.hasSuffix("/") ? String(base.dropLast()) : base
-        }
-        configuration.appStoreRootCertificateFiles = appstoreRootCert
-        if let base = paddleAPIBase ?? environment["KEYLIGHT_PADDLE_API_BASE"].flatMap({ $0.isEmpty ? nil : $0 }) {
-            guard let url = URL(string: base), url.scheme == "https" || url.scheme == "http", url.host != nil else {
-                Standard.error("keylight: error: --paddle-api-base must be an http(s) URL")
-                throw ExitCode(64)
-            }
-            configuration.paddleAPIBaseURL = base.hasSuffix("/") ? String(base.dropLast()) : base
-        }
-        guard (1...86_400).contains(requestTimeout), (1...86_400).contains(idleTimeout), (1...1_000_000).contains(maxConnections), (1...3_600).contains(shutdownTimeout) else {
-            Standard.error("keylight: error: --request-timeout and --idle-timeout must be 1-86400 seconds, --shutdown-timeout 1-3600, --max-connections 1-1000000")
+        let configuration: ServerConfiguration
+        do {
+            configuration = try ServerConfiguration(settings, environment: environment)
+        } catch {
+            Standard.error("keylight: error: \(error)")
             throw ExitCode(64)
         }
-        configuration.connections.requestTimeout = .seconds(requestTimeout)
-        configuration.connections.idleTimeout = .seconds(idleTimeout)
-        configuration.connections.maxConnections = maxConnections
-        if let list = trustedProxies ?? environment["KEYLIGHT_TRUSTED_PROXIES"].flatMap({ $0.isEmpty ? nil : $0 }) {
-            guard let proxies = TrustedProxies(list: list) else {
-                Standard.error("keylight: error: --trusted-proxies must be a comma-separated list of addresses or CIDR networks")
-                throw ExitCode(64)
-            }
-            configuration.trustedProxies = proxies
-        }
-        guard (31...3_650).contains(insightsRetentionDays) else {
-            Standard.error("keylight: error: --insights-retention-days must be 31-3650 (the longest window is 30 days)")
-            throw ExitCode(64)
-        }
-        configuration.insightsRetentionDays = Int64(insightsRetentionDays)
-        if let backupDir {
-            guard (1...100_000).contains(backupKeep), backupEvery.seconds >= 60 else {
-                Standard.error("keylight: error: --backup-keep must be 1-100000 and --backup-every at least 1m")
-                throw ExitCode(64)
-            }
-            guard database.resolvedDatabaseURL == nil else {
-                Standard.error("keylight: error: --backup-dir backs up the SQLite database; back PostgreSQL up with pg_dump (see the README)")
-                throw ExitCode(64)
-            }
-            configuration.backups = BackupSchedule(directory: backupDir, interval: .seconds(backupEvery.seconds), keep: backupKeep)
-        }
-        if let url = smtpURL ?? environment["KEYLIGHT_SMTP_URL"].flatMap({ $0.isEmpty ? nil : $0 }) {
-            do {
-                let password = try smtpPasswordFile.map { path -> String in
-                    guard let data = FileManager.default.contents(atPath: path) else { throw SMTPError.unsupported("--smtp-password-file: \(path) cannot be read") }
-                    return String(decoding: data, as: UTF8.self).trimmingCharacters(in: .newlines)
-                } ?? environment["KEYLIGHT_SMTP_PASSWORD"].flatMap { $0.isEmpty ? nil : $0 }
-                var smtp = try SMTPSettings(url: url, password: password)
-                smtp.caFile = smtpCAFile
-                guard let from = mailFrom ?? environment["KEYLIGHT_MAIL_FROM"].flatMap({ $0.isEmpty ? nil : $0 }) else {
-                    throw SMTPError.unsupported("--smtp-url needs --mail-from \"Name <address>\"")
-                }
-                var mail = MailConfiguration(smtp: smtp, from: try MailAddress(parsing: from))
-                mail.retryBase = Double(min(max(mailRetrySeconds, 1), 3_600))
-                mail.pollInterval = .milliseconds(500)
-                configuration.mail = mail
-            } catch {
-                Standard.error("keylight: error: \(error)")
-                throw ExitCode(64)
-            }
-        }
-        if let rateLimitAddress { configuration.limits.perAddress = rateLimitAddress.limit }
-        if let rateLimitLicense { configuration.limits.perLicense = rateLimitLicense.limit }
 
         let server: KeylightServer
         let (host, requestedPort) = (host, port)
@@ -235,10 +191,10 @@ struct ServeCommand: AsyncParsableCommand {
             Standard.line("Admin API token (shown once; store it now): \(token)")
         }
         logger.info("starting", metadata: [
-            "database": .string(database.resolvedDatabaseURL.map(Database.redacted(url:)) ?? database.databasePath), "tenants_with_keys": .stringConvertible(server.report.signingKids.count),
+            "database": .string(configuration.databaseURL.map(Database.redacted(url:)) ?? database.databasePath), "tenants_with_keys": .stringConvertible(server.report.signingKids.count),
             "migrations_applied": .stringConvertible(server.report.appliedMigrations.count),
         ])
-        guard try await server.run(shutdownTimeout: .seconds(shutdownTimeout), logger: logger) else {
+        guard try await server.run(shutdownTimeout: .seconds(settings.shutdownTimeoutSeconds), logger: logger) else {
             Standard.error("keylight: error: shut down with buffered writes the database did not take (see the log)")
             throw ExitCode(1)
         }

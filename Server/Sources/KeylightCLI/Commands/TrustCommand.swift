@@ -1,5 +1,6 @@
 import ArgumentParser
 import Foundation
+import KeylightCore
 import Keylight
 import KeylightTrust
 
@@ -32,7 +33,7 @@ struct TrustOptions: ParsableArguments {
         return TrustNode(identity: try DeviceIdentity.loadOrCreate(in: secureStore, name: name), store: TrustStore(store: secureStore))
     }
 
-    var now: Int64 { Int64(Date().timeIntervalSince1970) }
+    var now: Int64 { SystemWallClock().unixSeconds }
 }
 
 /// Runs `body`, printing trust and socket failures as one line and exiting 1.

@@ -1,4 +1,5 @@
 import Foundation
+import KeylightCore
 import Logging
 
 /// One JSON object per line on stderr: `{"ts","level","label","message",…metadata}`, for log
@@ -7,6 +8,8 @@ struct JSONLogHandler: LogHandler {
     let label: String
     var logLevel: Logger.Level = .info
     var metadata: Logger.Metadata = [:]
+    /// Stamps each line (`ts`).
+    var clock: any WallClock = SystemWallClock()
 
     subscript(metadataKey key: String) -> Logger.Metadata.Value? {
         get { metadata[key] }
@@ -15,7 +18,7 @@ struct JSONLogHandler: LogHandler {
 
     func log(event: LogEvent) {
         var object: [String: Any] = [
-            "ts": ISO8601DateFormatter.string(from: Date(), timeZone: .gmt, formatOptions: [.withInternetDateTime, .withFractionalSeconds]),
+            "ts": ISO8601DateFormatter.string(from: clock.now, timeZone: .gmt, formatOptions: [.withInternetDateTime, .withFractionalSeconds]),
             "level": event.level.rawValue,
             "label": label,
             "message": event.message.description,

@@ -39,7 +39,7 @@ struct AdminRoutes {
             return try JSONBody.response(TenantBody(id: tenant.id, name: tenant.name), status: .created)
         }
         admin.get("/tenants") { _, _ in
-            try JSONBody.response(["tenants": try await service.database.tenants().map { TenantBody(id: $0.id, name: $0.name) }])
+            try JSONBody.response(["tenants": try await service.tenants().map { TenantBody(id: $0.id, name: $0.name) }])
         }
         admin.post("/tenants/:tenant/products", body: CreateProductRequest.self) { body, _, context in
             let (product, sdkKey) = try await service.createProduct(tenantId: try context.parameters.require("tenant"), body, actor: actor)
@@ -47,7 +47,7 @@ struct AdminRoutes {
         }
         admin.get("/tenants/:tenant/products") { _, context in
             let tenant = try await service.requireTenant(try context.parameters.require("tenant"))
-            return try JSONBody.response(["products": try await service.database.products(tenantId: tenant.id).map { ProductBody($0) }])
+            return try JSONBody.response(["products": try await service.products(tenantId: tenant.id).map { ProductBody($0) }])
         }
         admin.patch("/tenants/:tenant/products/:product", body: UpdateProductRequest.self) { body, _, context in
             let product = try await service.updateProduct(
@@ -65,7 +65,7 @@ struct AdminRoutes {
         }
         admin.get("/tenants/:tenant/products/:product/key-types") { _, context in
             let product = try await service.requireProduct(tenantId: try context.parameters.require("tenant"), productId: try context.parameters.require("product"))
-            return try JSONBody.response(["key_types": try await service.database.keyTypes(tenantId: product.tenantId, productId: product.id).map(KeyTypeBody.init)])
+            return try JSONBody.response(["key_types": try await service.keyTypes(tenantId: product.tenantId, productId: product.id).map(KeyTypeBody.init)])
         }
         admin.post("/tenants/:tenant/products/:product/licenses", body: CreateLicenseRequest.self) { body, _, context in
             let (license, key) = try await service.createLicense(
@@ -94,7 +94,7 @@ struct AdminRoutes {
         }
         admin.get("/tenants/:tenant/products/:product/licenses/:id") { _, context in
             let license = try await service.license(tenantId: try context.parameters.require("tenant"), productId: try context.parameters.require("product"), id: try context.parameters.require("id"))
-            let instances = try await service.database.instances(licenseId: license.id)
+            let instances = try await service.instances(licenseId: license.id)
             return try JSONBody.response(LicenseBody(license: license, now: service.clock.unixSeconds, instances: instances))
         }
         for (action, status) in [("revoke", LicenseStatus.revoked), ("suspend", .suspended), ("reinstate", .active)] {
@@ -214,7 +214,7 @@ struct AdminRoutes {
         }
         admin.get("/tenants/:tenant/webhooks") { _, context in
             let tenant = try await service.requireTenant(try context.parameters.require("tenant"))
-            return try JSONBody.response(["endpoints": try await service.database.webhookEndpoints(tenantId: tenant.id).map { WebhookEndpointBody($0) }])
+            return try JSONBody.response(["endpoints": try await service.webhookEndpoints(tenantId: tenant.id).map { WebhookEndpointBody($0) }])
         }
         admin.patch("/tenants/:tenant/webhooks/:id", body: UpdateWebhookEndpointRequest.self) { body, _, context in
             let endpoint = try await service.setWebhookEndpointEnabled(
@@ -230,7 +230,7 @@ struct AdminRoutes {
         admin.get("/tenants/:tenant/webhooks/:id/deliveries") { request, context in
             let endpoint = try await service.webhookEndpoint(tenantId: try context.parameters.require("tenant"), id: try context.parameters.require("id"))
             let limit = try Self.pageLimit(request.uri.queryParameters.get("limit"), default: 50)
-            let deliveries = try await service.database.webhookDeliveries(tenantId: endpoint.tenantId, endpointId: endpoint.id, limit: limit)
+            let deliveries = try await service.webhookDeliveries(tenantId: endpoint.tenantId, endpointId: endpoint.id, limit: limit)
             return try JSONBody.response(["deliveries": deliveries.map(WebhookDeliveryBody.init)])
         }
         admin.post("/tenants/:tenant/webhooks/:id/deliveries/:delivery/redeliver") { _, context in
@@ -256,7 +256,7 @@ struct AdminRoutes {
         }
         admin.get("/tenants/:tenant/signing-keys") { _, context in
             let tenant = try await service.requireTenant(try context.parameters.require("tenant"))
-            let rows = try await service.database.signingKeyRows(tenantId: tenant.id)
+            let rows = try await service.signingKeyRows(tenantId: tenant.id)
             return try JSONBody.response(["keys": rows.map { SigningKeyBody(kid: $0.kid, public_key: $0.publicKey, status: $0.status.rawValue, created_at: $0.createdAt) }])
         }
         // Protocol 4 and 6.2: the server-wide routes act on every tenant at once.
@@ -273,7 +273,7 @@ struct AdminRoutes {
             return try JSONBody.response(["kid": kid, "status": "retired"])
         }
         admin.get("/signing-keys") { _, _ in
-            let rows = try await service.database.signingKeyRows()
+            let rows = try await service.signingKeyRows()
             return try JSONBody.response(["keys": rows.map {
                 SigningKeyBody(kid: $0.kid, public_key: $0.publicKey, status: $0.status.rawValue, created_at: $0.createdAt, tenant_id: $0.tenantId)
             }])
@@ -286,7 +286,7 @@ struct AdminRoutes {
                 return value
             }
             let tenant = query.get("tenant").flatMap { $0.isEmpty ? nil : $0 }
-            let entries = try await service.database.auditLog(tenantId: tenant, limit: limit + 1, beforeId: before)
+            let entries = try await service.auditLog(tenantId: tenant, limit: limit + 1, beforeId: before)
             let page = Array(entries.prefix(limit))
             return try JSONBody.response(AuditPage(entries: page.map(AuditEntryBody.init), next_cursor: entries.count > limit ? page.last.map { String($0.id) } : nil))
         }

@@ -111,7 +111,7 @@ extension AdminService {
         }
         let raw = Array(try sealer.open(sealed, context: provider.eventContext(tenantId: tenantId, eventId: id)))
         guard let event = provider.read(raw, deliveryId: id, settings: settings), event.id == id else { throw APIError.internalError }
-        return try await MerchantEventProcessor(database: database, sealer: sealer, mailBuyers: mailBuyers)
+        return try await merchantEvents
             .apply(event, provider: provider, tenantId: tenantId, now: clock.unixSeconds, sealEvent: { sealed }, retriedBy: actor)
     }
 }

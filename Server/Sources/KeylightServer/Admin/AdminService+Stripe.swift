@@ -21,6 +21,6 @@ extension AdminService {
         }
         let raw = try sealer.open(sealed, context: StripeSealing.event(tenantId: tenantId, eventId: id))
         guard let event = try? JSONDecoder().decode(StripeEvent.self, from: raw), event.id == id else { throw APIError.internalError }
-        return try await StripeEventProcessor(database: database, sealer: sealer, mailBuyers: mailBuyers).apply(event, tenantId: tenantId, now: clock.unixSeconds, sealEvent: { sealed }, retriedBy: actor)
+        return try await stripeEvents.apply(event, tenantId: tenantId, now: clock.unixSeconds, sealEvent: { sealed }, retriedBy: actor)
     }
 }

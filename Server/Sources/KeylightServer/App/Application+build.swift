@@ -143,7 +143,7 @@ func assemble(
     let dashboard = DashboardRoutes(
         admin: admin, accounts: accounts, renderer: try await DashboardRenderer.load(), sessions: sessions,
         loginLimiter: RateLimiter(limit: configuration.limits.signIns, clock: clock), publicURL: configuration.publicURL,
-        secureCookies: configuration.publicURL?.lowercased().hasPrefix("https://") ?? false, logger: logger, limits: configuration.limits
+        secureCookies: configuration.publicURL?.lowercased().hasPrefix("https://") ?? false, logger: logger
     )
     let readiness = Readiness(database: database, keyRing: keyRing)
     let backups: [any Service] = configuration.backups.map {
@@ -233,6 +233,10 @@ func buildRouter(
     if let appStore { AppStoreNotificationRoutes(admin: admin, verifier: appStore.verifier).register(on: router) }
     CheckoutRoutes(service: checkout, limits: limits).register(on: router)
     dashboard.register(on: router)
+    // The customer portal: the dashboard's template engine and stylesheet, the SDK API's service.
+    PortalRoutes(
+        licensing: licensing, admin: admin, renderer: dashboard.pages.renderer, secureCookies: dashboard.secureCookies, limits: limits, logger: dashboard.logger
+    ).register(on: router)
     router.addMethodNotAllowedAnswers()
     return built
 }

@@ -22,7 +22,7 @@ struct AppStoreNotificationRoutes {
     func register(on router: some RouterMethods<KeylightRequestContext>) {
         router.post("/appstore/notifications/:tenant") { request, context in
             let tenantId = context.parameters.get("tenant") ?? ""
-            guard TenantPath.isValidId(tenantId), try await admin.database.tenant(id: tenantId) != nil else { throw APIError.notFound("Tenant") }
+            guard try await admin.tenant(id: tenantId) != nil else { throw APIError.notFound("Tenant") }
             var request = request
             let bytes = try await request.collectJSONBody(limit: AppStoreSignedData.maxBytes * 2)
             let body = try decodeBody(Body.self, from: bytes.readableBytesView)
@@ -39,23 +39,23 @@ struct AppStoreNotificationRoutes {
         }
         let data = payload["data"]
         let now = admin.clock.unixSeconds
-        let products = try await admin.database.products(tenantId: tenantId).filter { $0.appStoreBundleId != nil && $0.appStoreBundleId == data["bundleId"].stringId }
+        let products = try await admin.products(tenantId: tenantId).filter { $0.appStoreBundleId != nil && $0.appStoreBundleId == data["bundleId"].stringId }
         guard let environment = data["environment"].stringId, !products.isEmpty else {
-            return try await admin.database.ignoreAppStoreNotification(uuid: uuid, type: type, tenantId: tenantId, reason: "no product sells this app", now: now)
+            return try await admin.ignoreAppStoreNotification(uuid: uuid, type: type, tenantId: tenantId, reason: "no product sells this app", now: now)
         }
         // Any of the app's products that accepts the environment takes it.
         guard let product = products.first(where: { $0.acceptedAppStoreEnvironments.contains(environment) }), let bundle = product.appStoreBundleId else {
             throw APIError.appStoreEnvironmentRefused
         }
         guard let signedTransaction = data["signedTransactionInfo"].string else {
-            return try await admin.database.ignoreAppStoreNotification(uuid: uuid, type: type, tenantId: tenantId, reason: "no signedTransactionInfo", now: now)
+            return try await admin.ignoreAppStoreNotification(uuid: uuid, type: type, tenantId: tenantId, reason: "no signedTransactionInfo", now: now)
         }
         let transactionPayload = try await verifier.verify(signedTransaction)
         guard let transaction = AppStoreTransaction(transactionPayload), transaction.bundleId == bundle else {
             throw APIError.appStoreSignatureInvalid("signedTransactionInfo is not this app's transaction")
         }
         let subtype = payload["subtype"].stringId
-        return try await admin.database.applyAppStoreNotification(
+        return try await admin.applyAppStoreNotification(
             uuid: uuid, type: type, subtype: subtype, tenantId: tenantId, transaction: transaction, now: admin.clock.unixSeconds
         )
     }

@@ -22,8 +22,6 @@ struct DashboardRoutes: Sendable {
     let secureCookies: Bool
     let logger: Logger
     let auth: DashboardAuthMiddleware
-    /// The customer portal: the same templates engine and stylesheet, its own routes.
-    let portal: PortalRoutes
     /// Every signed-in route, with its form's fields (tests walk it).
     let routes = RouteTable(prefix: "/dashboard")
     static let sessionLifetime: Duration = .seconds(8 * 3_600)
@@ -31,7 +29,7 @@ struct DashboardRoutes: Sendable {
 
     init(
         admin: AdminService, accounts: DashboardAccounts, renderer: DashboardRenderer, sessions: SQLSessionStore,
-        loginLimiter: RateLimiter<IPAddress>, publicURL: String?, secureCookies: Bool, logger: Logger, limits: ServerLimits = ServerLimits()
+        loginLimiter: RateLimiter<IPAddress>, publicURL: String?, secureCookies: Bool, logger: Logger
     ) {
         self.admin = admin
         self.accounts = accounts
@@ -41,14 +39,7 @@ struct DashboardRoutes: Sendable {
         self.publicURL = publicURL
         self.secureCookies = secureCookies
         self.logger = logger
-        self.auth = DashboardAuthMiddleware(database: admin.database, sessions: sessions)
-        self.portal = PortalRoutes(
-            admin: admin, renderer: renderer, secureCookies: secureCookies,
-            addressLimiter: RateLimiter(limit: limits.portalPerAddress, clock: admin.clock),
-            licenseLimiter: RateLimiter(limit: limits.portalPerLicense, clock: admin.clock),
-            lostKeyClientLimiter: RateLimiter(limit: limits.lostKeyPerClient, clock: admin.clock),
-            lostKeyRecipientLimiter: RateLimiter(limit: limits.lostKeyPerRecipient, clock: admin.clock), logger: logger
-        )
+        self.auth = DashboardAuthMiddleware(accounts: accounts, sessions: sessions)
     }
 
     func register(on router: some RouterMethods<KeylightRequestContext>) {
@@ -74,6 +65,5 @@ struct DashboardRoutes: Sendable {
         AuditController(dashboard: self).register(on: dashboard)
         MailSettingsController(dashboard: self).register(on: dashboard)
         MerchantsController(dashboard: self).register(on: dashboard)
-        portal.register(on: router)
     }
 }

@@ -20,7 +20,7 @@ struct MerchantWebhookRoutes {
 
     func receive(_ provider: MerchantProvider, request: Request, context: KeylightRequestContext) async throws -> Response {
         let tenantId = context.parameters.get("tenant") ?? ""
-        guard TenantPath.isValidId(tenantId), let settings = try await admin.database.merchantSettings(tenantId: tenantId, provider: provider) else {
+        guard TenantPath.isValidId(tenantId), let settings = try await admin.storedMerchantSettings(tenantId: tenantId, provider: provider) else {
             throw APIError.notFound("\(provider.displayName) endpoint")
         }
         var request = request
@@ -36,7 +36,7 @@ struct MerchantWebhookRoutes {
             throw APIError.invalidRequest("Not a \(provider.displayName) event.")
         }
         let sealer = admin.sealer
-        let outcome = try await MerchantEventProcessor(database: admin.database, sealer: sealer, mailBuyers: admin.mailBuyers).apply(
+        let outcome = try await admin.merchantEvents.apply(
             event, provider: provider, tenantId: tenantId, now: now,
             // Kept (sealed: it names the buyer) only while the event stays retryable.
             sealEvent: { try sealer.seal(Data(body), context: provider.eventContext(tenantId: tenantId, eventId: event.id)) }

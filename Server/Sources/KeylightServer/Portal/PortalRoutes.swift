@@ -21,6 +21,9 @@ import NIOCore
 /// neither the page nor its timing tells a visitor whose address it is. It is limited per
 /// recipient and per client address on top of the portal's per-address limit.
 struct PortalRoutes: Sendable {
+    /// Seats and offline files: the SDK API's own service.
+    let licensing: LicensingService
+    /// The product's settings, the lost-key mail, and the sealer of the session cookie.
     let admin: AdminService
     let renderer: DashboardRenderer
     let secureCookies: Bool
@@ -30,8 +33,17 @@ struct PortalRoutes: Sendable {
     let lostKeyRecipientLimiter: RateLimiter<String>
     let logger: Logger
 
-    var licensing: LicensingService { admin.licensing }
-    var database: Database { admin.database }
+    init(licensing: LicensingService, admin: AdminService, renderer: DashboardRenderer, secureCookies: Bool, limits: ServerLimits, logger: Logger) {
+        self.licensing = licensing
+        self.admin = admin
+        self.renderer = renderer
+        self.secureCookies = secureCookies
+        addressLimiter = RateLimiter(limit: limits.portalPerAddress, clock: admin.clock)
+        licenseLimiter = RateLimiter(limit: limits.portalPerLicense, clock: admin.clock)
+        lostKeyClientLimiter = RateLimiter(limit: limits.lostKeyPerClient, clock: admin.clock)
+        lostKeyRecipientLimiter = RateLimiter(limit: limits.lostKeyPerRecipient, clock: admin.clock)
+        self.logger = logger
+    }
 
     static let maxFormBytes = 64 * 1024
 
@@ -63,10 +75,7 @@ struct PortalRoutes: Sendable {
             try await answer(request, context) { _, product, session in
                 let (keyHash, session) = try opened(session)
                 let instanceId = try Field.identifier(context.parameters.get("instance"), "instance")
-                switch try await database.deactivate(
-                    keyHash: keyHash, licenseId: nil, tenantId: product.tenantId, productId: product.id, instanceId: instanceId,
-                    now: admin.clock.unixSeconds, change: InstanceChange(actor: .customer, how: .portal), proof: LicensingService.onlineOnly
-                ) {
+                switch try await licensing.releaseSeat(keyHash: keyHash, instanceId: instanceId, product: product, change: InstanceChange(actor: .customer, how: .portal)) {
                 case .licenseNotFound: throw PortalProblem.keyGone
                 case .instanceNotFound: throw APIError.notFound("Device")
                 case .invalidProof: throw APIError.offlineDeviceNeedsProof
@@ -110,7 +119,7 @@ struct PortalRoutes: Sendable {
         let path = "/portal/\(tenantId)/\(productId)"
         let now = admin.clock.unixSeconds
         guard TenantPath.isValidId(tenantId), TenantPath.isValidId(productId),
-              let product = try await database.product(tenantId: tenantId, id: productId), product.portalEnabled else {
+              let product = try await admin.product(tenantId: tenantId, id: productId), product.portalEnabled else {
             return renderer.page("portal", PortalView(title: "Not found", productName: "Keylight", base: path, csrf: "", problem: "There is no customer portal at this address.", available: false), status: .notFound)
         }
         let existing = PortalSession.read(from: request, sealer: admin.sealer, path: path, now: now)
@@ -167,7 +176,7 @@ struct PortalRoutes: Sendable {
         let base = "/portal/\(product.tenantId)/\(product.id)"
         var view = PortalView(title: "Your license", productName: product.name, base: base, csrf: session.csrf, notice: session.notice, problem: problem ?? session.problem)
         if let keyHash = session.keyHash, let masked = session.maskedKey,
-           let (grant, instances) = try await database.activeInstances(keyHash: keyHash, tenantId: product.tenantId, productId: product.id) {
+           let (grant, instances) = try await licensing.activeInstances(keyHash: keyHash, product: product) {
             let now = admin.clock.unixSeconds
             let expired = grant.expiresAt.map { $0 <= now } ?? false
             view.license = .init(
@@ -185,7 +194,7 @@ struct PortalRoutes: Sendable {
     private func signIn(_ form: PortalForm, _ product: Product, _ session: PortalSession) async throws -> (Response, PortalSession) {
         let key = try Field.licenseKey(form["license_key"]?.trimmingCharacters(in: .whitespacesAndNewlines))
         if case .limited(let retryAfter) = licenseLimiter.acquire(key.keyHash) { throw APIError.rateLimited(retryAfter: retryAfter) }
-        guard let (grant, _) = try await database.activeInstances(keyHash: key.keyHash, tenantId: product.tenantId, productId: product.id) else {
+        guard let (grant, _) = try await licensing.activeInstances(keyHash: key.keyHash, product: product) else {
             throw PortalProblem.unknownKey
         }
         var session = session
@@ -211,7 +220,7 @@ struct PortalRoutes: Sendable {
             throw PortalProblem.badEmail
         }
         if case .limited(let retryAfter) = lostKeyRecipientLimiter.acquire(email) { throw APIError.rateLimited(retryAfter: retryAfter) }
-        try await database.enqueueLostKeysMail(tenantId: product.tenantId, to: email, now: admin.clock.unixSeconds)
+        try await admin.mailLostKeys(tenantId: product.tenantId, to: email)
         let notice = "If any license was bought with \(email), its key is on its way there now. Check your spam folder too if it has not arrived in a few minutes."
         return (.redirect(to: "/portal/\(product.tenantId)/\(product.id)", type: .normal), session.with(notice: notice))
     }

@@ -11,13 +11,19 @@ extension LicensingService {
         return try await seats(keyHash: key.keyHash, product: product, refusing: true)
     }
 
+    /// The license with `keyHash` in `product` and its active instances, oldest first; nil when no
+    /// license has that key. Not refused whatever its status (the portal shows a revoked license too).
+    func activeInstances(keyHash: String, product: Product) async throws -> (LicenseGrant, [Instance])? {
+        try await database.activeInstances(keyHash: keyHash, tenantId: product.tenantId, productId: product.id)
+    }
+
     /// The license's active devices. `refusing`: a revoked or suspended license is refused as
     /// `validate` refuses it (the 409 of a full license lists them whatever the status).
     func seats(keyHash: String, product: Product, refusing: Bool = false) async throws -> SeatsResponse {
         guard let (grant, instances) = try await database.activeInstances(keyHash: keyHash, tenantId: product.tenantId, productId: product.id) else {
             throw try await unknownKey(keyHash, product: product)
         }
-        if refusing, let refusal = Self.refusal(grant, now: clock.unixSeconds, activating: false) { throw refusal }
+        if refusing, let refusal = LicenseRules.refusal(grant, now: clock.unixSeconds, activating: false) { throw refusal }
         return SeatsResponse(activationLimit: grant.activationLimit, instances: instances)
     }
 
@@ -48,7 +54,7 @@ extension LicensingService {
             freeTierId: nil, deviceKey: request.deviceKeyBase64, change: change, now: now
         )
         let key = try await signingKey(tenantId: product.tenantId)
-        let lease = try Self.lease(for: grant, instanceId: instanceId, now: now, ttl: Int64(grant.offlineLeaseDays) * 86_400, key: key)
+        let lease = try LicenseRules.lease(for: grant, instanceId: instanceId, now: now, ttl: Int64(grant.offlineLeaseDays) * 86_400, key: key)
         let config = ProductConfig(
             tenantId: product.tenantId, productId: product.id, trialDurationDays: product.trialDurationDays,
             freeTierEnabled: product.freeTierEnabled, issuedAt: now, expiresAt: max(lease.expiresAt, now + Self.configLifetime)

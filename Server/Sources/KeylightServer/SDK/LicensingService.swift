@@ -108,7 +108,7 @@ final class LicensingService: Sendable {
                     keyHash: keyHash, tenantId: product.tenantId, productId: product.id,
                     newInstanceId: newInstanceId, name: name, machineHash: machineHash,
                     existingInstanceId: existingId, freeTierInstanceId: freeTierId, now: now, deviceKey: deviceKey, change: change,
-                    refuse: { grant in Self.refusal(grant, now: now, activating: true, offline: deviceKey != nil) != nil }
+                    refusal: { grant in LicenseRules.refusal(grant, now: now, activating: true, offline: deviceKey != nil) }
                 )
             } catch where StorageError.isUniqueViolation(error) && attempt == 1 {
                 // The same machine activated concurrently and won the race: the retry finds its instance.
@@ -118,9 +118,8 @@ final class LicensingService: Sendable {
             case .licenseNotFound:
                 metrics.recordActivation("not_found")
                 throw try await unknownKey(keyHash, product: product)
-            case .refused(let grant):
+            case .refused(var refusal, let grant):
                 metrics.recordActivation("refused")
-                var refusal = Self.refusal(grant, now: now, activating: true, offline: deviceKey != nil) ?? .internalError
                 if refusal == .licenseExpired {
                     // Said with a signed `expired` lease, as validate says it (protocol 6.7).
                     let lease = try await lease(for: grant, tenantId: product.tenantId, instanceId: grant.instanceId ?? newInstanceId, now: now)
@@ -158,7 +157,7 @@ final class LicensingService: Sendable {
             metrics.recordValidation("not_found")
             throw try await unknownKey(key.keyHash, product: product)
         }
-        if let refusal = Self.refusal(grant, now: now, activating: false) {
+        if let refusal = LicenseRules.refusal(grant, now: now, activating: false) {
             metrics.recordValidation("refused")
             throw refusal
         }
@@ -181,10 +180,7 @@ final class LicensingService: Sendable {
             }
             grant.activeInstances = inUse
         }
-        // A device activated offline keeps leases as long as its offline one when it does get online:
-        // a week-long lease would end its offline life a week later.
-        let ttl = grant.instanceDeviceKey == nil ? grant.onlineLeaseTTL : Int64(grant.offlineLeaseDays) * 86_400
-        let lease = try await lease(for: grant, tenantId: product.tenantId, instanceId: instanceId, now: now, ttl: ttl)
+        let lease = try await lease(for: grant, tenantId: product.tenantId, instanceId: instanceId, now: now, ttl: LicenseRules.validationLeaseTTL(grant))
         activity.validated(instanceId: instanceId, tenantId: product.tenantId, productId: product.id, at: now, telemetry: request.telemetry)
         metrics.recordValidation(lease.status == .active ? "valid" : lease.status.rawValue)
         return ValidateResponse(
@@ -204,10 +200,7 @@ final class LicensingService: Sendable {
         } else if case .limited(let retryAfter) = licenseLimiter.acquire("instance:" + instanceId) {
             throw APIError.rateLimited(retryAfter: retryAfter)
         }
-        switch try await database.deactivate(
-            keyHash: key?.keyHash, licenseId: nil, tenantId: product.tenantId, productId: product.id, instanceId: instanceId,
-            now: clock.unixSeconds, change: .app, proof: Self.onlineOnly
-        ) {
+        switch try await releaseSeat(keyHash: key?.keyHash, instanceId: instanceId, product: product, change: .app) {
         case .licenseNotFound:
             guard let key else { throw APIError.notFound("Instance") }
             throw try await unknownKey(key.keyHash, product: product)
@@ -215,6 +208,16 @@ final class LicensingService: Sendable {
         case .deactivated, .alreadyInactive: return DeactivateResponse()
         case .invalidProof: throw APIError.offlineDeviceNeedsProof
         }
+    }
+
+    /// Frees an instance of `product` whose device can be freed by its key alone (not one
+    /// activated offline: ``LicenseRules/onlineOnly``), for the app and the customer portal. With
+    /// `keyHash` nil the instance alone names its license.
+    func releaseSeat(keyHash: String?, instanceId: String, product: Product, change: InstanceChange) async throws -> DeactivationOutcome {
+        try await database.deactivate(
+            keyHash: keyHash, licenseId: nil, tenantId: product.tenantId, productId: product.id, instanceId: instanceId,
+            now: clock.unixSeconds, change: change, proof: LicenseRules.onlineOnly
+        )
     }
 
     func keyless(_ request: SDKBody<KeylessRequest>, product: Product) async throws -> KeylessResponse {
@@ -258,50 +261,13 @@ final class LicensingService: Sendable {
         return keys.active
     }
 
-    // MARK: Rules
+    // MARK: Leases
 
-    /// Whether the key alone may free `instance`: not for one activated offline. That device holds
-    /// a lease of up to `offline_lease_days` and never asks the server again, so freeing its seat
-    /// without its proof (which it makes only after forgetting the license) would let one seat
-    /// license any number of offline machines. The developer can still free it (admin, dashboard).
-    static let onlineOnly: @Sendable (Instance) -> Bool = { !$0.isOffline }
-
-
-    /// Why a license may not be used, or nil. Revoked and suspended always refuse; an expired
-    /// license refuses activation only when its key type has no fallback access (validation
-    /// answers it with an `expired` lease instead).
-    static func refusal(_ grant: LicenseGrant, now: Int64, activating: Bool, offline: Bool = false) -> APIError? {
-        switch grant.status {
-        case .revoked: return .licenseRevoked
-        case .suspended: return .licenseSuspended
-        case .active where offline && grant.floating:
-            // A floating seat is held by validating; a device that never calls cannot hold one.
-            return .offlineNotAllowed
-        case .active:
-            let expired = grant.expiresAt.map { $0 <= now } ?? false
-            return activating && expired && !grant.fallbackAccess ? .licenseExpired : nil
-        }
-    }
-
-    /// The lease rules: `active` until `min(now + ttl, license expiry)` with the key type's
-    /// entitlements; after expiry `fallback` (with fallback access) or `expired`, for `ttl`,
-    /// without entitlements.
+    /// The lease ``LicenseRules`` give `grant`, signed with the tenant's active key; `ttl`
+    /// defaults to the key type's online lease.
     func lease(for grant: LicenseGrant, tenantId: String, instanceId: String, now: Int64, ttl: Int64? = nil) async throws -> Lease {
         let key = try await signingKey(tenantId: tenantId)
-        return try Self.lease(for: grant, instanceId: instanceId, now: now, ttl: ttl ?? grant.onlineLeaseTTL, key: key)
-    }
-
-    /// ``lease(for:tenantId:instanceId:now:ttl:)`` with the key given (an offline response signs
-    /// its binding with the same key as its lease).
-    static func lease(for grant: LicenseGrant, instanceId: String, now: Int64, ttl: Int64, key: SigningKey) throws -> Lease {
-        let expired = grant.expiresAt.map { $0 <= now } ?? false
-        let ttlEnd = now + ttl
-        let status: Lease.Status = !expired ? .active : (grant.fallbackAccess ? .fallback : .expired)
-        let expiresAt = status == .active ? min(ttlEnd, grant.expiresAt ?? .max) : ttlEnd
-        return try Lease.sign(
-            licenseKeyHash: grant.keyHash, instanceId: instanceId, issuedAt: now, expiresAt: expiresAt,
-            status: status, entitlements: status == .active ? grant.entitlementCodes : [], with: key
-        )
+        return try LicenseRules.lease(for: grant, instanceId: instanceId, now: now, ttl: ttl ?? grant.onlineLeaseTTL, key: key)
     }
 }
 

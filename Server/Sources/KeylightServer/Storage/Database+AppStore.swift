@@ -81,11 +81,10 @@ extension Database {
                 INSERT INTO licenses (\(Self.licenseColumns), payment_subscription_id, sealed_key)
                 VALUES (\(Self.licenseValues(license)), \(bind: transaction.expiresDate == nil ? nil : transaction.originalTransactionId), \(bind: sealedKey))
                 """).run()
-            try await Self.audit(db, at: now, actor: AuditActor("appstore"), action: "license.create", tenantId: purchase.tenantId, target: license.id, details: [
+            try await ChangeLog(db: db, outbox: outbox, tenantId: purchase.tenantId, now: now).licenseCreated(license, key: key.text, actor: AuditActor("appstore"), details: [
                 "source": "appstore", "order_id": transaction.originalTransactionId, "environment": transaction.environment,
                 "product_id": purchase.productId, "key_type_id": purchase.keyType.id, "masked_key": license.maskedKey,
             ])
-            try await outbox.enqueue(WebhookEvent(type: .licenseCreated, tenantId: purchase.tenantId, at: now, data: .init(license: license, licenseKey: key.text, source: "appstore")), on: db)
             return (license, sealedKey)
         }
     }
@@ -137,8 +136,9 @@ extension Database {
                     RETURNING \(Self.licenseColumns)
                     """).all(decoding: License.self)
                 for license in revoked {
-                    try await Self.audit(db, at: now, actor: actor, action: "license.revoke", tenantId: tenantId, target: license.id, details: ["event": uuid, "reason": "appstore \(type)"])
-                    try await outbox.enqueue(WebhookEvent(type: .licenseRevoked, tenantId: tenantId, at: now, data: .init(license: license, source: actor.name)), on: db)
+                    try await ChangeLog(db: db, outbox: outbox, tenantId: tenantId, now: now).licenseChanged(
+                        license, action: "license.revoke", actor: actor, details: ["event": uuid, "reason": "appstore \(type)"], event: .licenseRevoked
+                    )
                 }
                 outcome = revoked.isEmpty ? "no_license" : "revoked"
             case "REFUND_REVERSED":

@@ -31,16 +31,9 @@ extension Database {
             WHERE id = \(bind: licenseId)
             RETURNING \(licenseColumns)
             """).first(decoding: License.self)
+        let log = ChangeLog(db: db, outbox: outbox, tenantId: tenantId, now: now)
         for instance in expired.sorted(by: { $0.id < $1.id }) {
-            try await audit(db, at: now, actor: .system, action: "instance.expire", tenantId: tenantId, target: licenseId, details: [
-                "instance_id": instance.id, "how": "heartbeat_missed",
-            ])
-            if let license, let outbox {
-                try await outbox.enqueue(WebhookEvent(type: .instanceExpired, tenantId: tenantId, at: now, data: .init(
-                    license: license, instance: WebhookInstance(id: instance.id, name: instance.name, activated_at: instance.activatedAt, deactivated_at: now),
-                    source: AuditActor.system.name, how: "heartbeat_missed"
-                )), on: db)
-            }
+            try await log.instanceReleased(instance, licenseId: licenseId, license: license, change: .heartbeatMissed)
         }
         return FreedSeats(instanceIds: expired.map(\.id), license: license)
     }

@@ -26,11 +26,10 @@ extension Database {
             if let mail {
                 try await Self.enqueueMail(db, tenantId: license.tenantId, kind: mail.kind, licenseId: license.id, to: mail.to, at: license.createdAt)
             }
-            try await Self.audit(db, at: license.createdAt, actor: actor, action: "license.create", tenantId: license.tenantId, target: license.id, details: [
+            try await ChangeLog(db: db, outbox: outbox, tenantId: license.tenantId, now: license.createdAt).licenseCreated(license, key: key, actor: actor, details: [
                 "product_id": license.productId, "key_type_id": license.keyTypeId, "masked_key": license.maskedKey,
                 "expires_at": license.expiresAt.map(String.init) ?? "lifetime", "updates_until": license.updatesUntil.map(String.init) ?? "unbounded",
             ])
-            try await outbox.enqueue(WebhookEvent(type: .licenseCreated, tenantId: license.tenantId, at: license.createdAt, data: .init(license: license, licenseKey: key, source: actor.name)), on: db)
         }
     }
 
@@ -76,10 +75,9 @@ extension Database {
                 RETURNING \(Self.licenseColumns)
                 """).first(decoding: License.self)
             guard let updated else { return nil }
-            try await Self.audit(db, at: now, actor: actor, action: action, tenantId: tenantId, target: id, details: ["status": status.rawValue])
-            if status == .revoked {
-                try await outbox.enqueue(WebhookEvent(type: .licenseRevoked, tenantId: tenantId, at: now, data: .init(license: updated, source: actor.name)), on: db)
-            }
+            try await ChangeLog(db: db, outbox: outbox, tenantId: tenantId, now: now).licenseChanged(
+                updated, action: action, actor: actor, details: ["status": status.rawValue], event: status == .revoked ? .licenseRevoked : nil
+            )
             return updated
         }
     }

@@ -19,6 +19,8 @@ struct MerchantLedger: Sendable {
     /// whose writers are serialised whole.
     var orderLock: SQLQueryString = ""
     var actor: AuditActor { provider.actor }
+    /// Where the audit entries and outbound events of this event's changes go.
+    var changeLog: ChangeLog { ChangeLog(db: db, outbox: outbox, tenantId: tenantId, now: now) }
 
     // MARK: Catalogue
 
@@ -141,11 +143,10 @@ struct MerchantLedger: Sendable {
         if let mail {
             try await Database.enqueueMail(db, tenantId: tenantId, kind: mail.kind, licenseId: license.id, to: mail.to, at: now)
         }
-        try await Database.audit(db, at: now, actor: actor, action: "license.create", tenantId: tenantId, target: license.id, details: [
+        try await changeLog.licenseCreated(license, key: key.text, actor: actor, details: [
             "source": provider.rawValue, "order_id": license.paymentOrderId ?? "", "product_id": license.productId,
             "key_type_id": license.keyTypeId, "masked_key": license.maskedKey, "event": eventId,
         ])
-        try await outbox.enqueue(WebhookEvent(type: .licenseCreated, tenantId: tenantId, at: now, data: .init(license: license, licenseKey: key.text, source: actor.name)), on: db)
     }
 
     /// Revokes the order's licenses that are not revoked yet, audited and announced with `reason`.
@@ -156,8 +157,7 @@ struct MerchantLedger: Sendable {
             RETURNING \(Database.licenseColumns)
             """).all(decoding: License.self)
         for license in licenses {
-            try await Database.audit(db, at: now, actor: actor, action: "license.revoke", tenantId: tenantId, target: license.id, details: ["event": eventId, "reason": reason])
-            try await outbox.enqueue(WebhookEvent(type: .licenseRevoked, tenantId: tenantId, at: now, data: .init(license: license, source: actor.name)), on: db)
+            try await changeLog.licenseChanged(license, action: "license.revoke", actor: actor, details: ["event": eventId, "reason": reason], event: .licenseRevoked)
         }
         return !licenses.isEmpty
     }

@@ -13,6 +13,8 @@ struct StripeLedger: Sendable {
     let eventId: String
     let outbox: WebhookOutbox?
     let actor = AuditActor("stripe")
+    /// Where the audit entries and outbound events of this event's changes go.
+    var changeLog: ChangeLog { ChangeLog(db: db, outbox: outbox, tenantId: tenantId, now: now) }
 
     // MARK: Checkout sessions
 
@@ -71,8 +73,7 @@ struct StripeLedger: Sendable {
         if let mail {
             try await Database.enqueueMail(db, tenantId: tenantId, kind: mail.kind, licenseId: license.id, to: mail.to, at: now)
         }
-        try await Database.audit(db, at: now, actor: actor, action: "license.create", tenantId: tenantId, target: license.id, details: details.merging(["event": eventId]) { $1 })
-        try await outbox.enqueue(WebhookEvent(type: .licenseCreated, tenantId: tenantId, at: now, data: .init(license: license, licenseKey: key.text, source: actor.name)), on: db)
+        try await changeLog.licenseCreated(license, key: key.text, actor: actor, details: details.merging(["event": eventId]) { $1 })
     }
 
     /// Which licenses a revocation reaches.
@@ -93,8 +94,7 @@ struct StripeLedger: Sendable {
             WHERE tenant_id = \(bind: tenantId) AND status <> 'revoked' AND \(condition) RETURNING \(Database.licenseColumns)
             """).all(decoding: License.self)
         for license in licenses {
-            try await Database.audit(db, at: now, actor: actor, action: "license.revoke", tenantId: tenantId, target: license.id, details: ["event": eventId, "reason": reason])
-            try await outbox.enqueue(WebhookEvent(type: .licenseRevoked, tenantId: tenantId, at: now, data: .init(license: license, source: actor.name)), on: db)
+            try await changeLog.licenseChanged(license, action: "license.revoke", actor: actor, details: ["event": eventId, "reason": reason], event: .licenseRevoked)
         }
         return !licenses.isEmpty
     }

@@ -53,6 +53,8 @@ struct SubscriptionBook: Sendable {
     let outbox: WebhookOutbox?
     let actor: AuditActor
     let kind: Kind
+    /// Where the audit entries and outbound events of this event's changes go.
+    var changeLog: ChangeLog { ChangeLog(db: db, outbox: outbox, tenantId: tenantId, now: now) }
 
     private var table: SQLQueryString {
         switch kind {
@@ -153,8 +155,7 @@ struct SubscriptionBook: Sendable {
             RETURNING \(Database.licenseColumns)
             """).all(decoding: License.self)
         for license in licenses {
-            try await Database.audit(db, at: now, actor: actor, action: action, tenantId: tenantId, target: license.id, details: ["event": eventId, "expires_at": String(expiresAt)])
-            try await outbox.enqueue(WebhookEvent(type: type, tenantId: tenantId, at: now, data: .init(license: license, source: actor.name)), on: db)
+            try await changeLog.licenseChanged(license, action: action, actor: actor, details: ["event": eventId, "expires_at": String(expiresAt)], event: type)
         }
         return licenses
     }

@@ -20,7 +20,7 @@ struct StripeWebhookRoutes {
     func register(on router: some RouterMethods<KeylightRequestContext>) {
         router.post("/stripe/webhook/:tenant") { request, context in
             let tenantId = context.parameters.get("tenant") ?? ""
-            guard TenantPath.isValidId(tenantId), let settings = try await admin.database.stripeSettings(tenantId: tenantId) else {
+            guard TenantPath.isValidId(tenantId), let settings = try await admin.stripeSettings(tenantId: tenantId) else {
                 throw APIError.notFound("Stripe endpoint")
             }
             var request = request
@@ -36,7 +36,7 @@ struct StripeWebhookRoutes {
             }
             // Kept (sealed: it names the buyer) only while the event stays retryable.
             let sealer = admin.sealer
-            let outcome = try await StripeEventProcessor(database: admin.database, sealer: sealer, mailBuyers: admin.mailBuyers).apply(event, tenantId: tenantId, now: now, sealEvent: {
+            let outcome = try await admin.stripeEvents.apply(event, tenantId: tenantId, now: now, sealEvent: {
                 try sealer.seal(Data(bytes), context: StripeSealing.event(tenantId: tenantId, eventId: event.id))
             })
             if outcome == .unknownProduct {

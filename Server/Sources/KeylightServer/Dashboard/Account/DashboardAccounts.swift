@@ -30,6 +30,9 @@ public struct DashboardAccounts: Sendable {
         public static let notFound = AccountError(description: "No dashboard user has that email.")
     }
 
+    /// The user with `id`, or nil once deleted.
+    func user(id: String) async throws -> DashboardUser? { try await database.dashboardUser(id: id) }
+
     /// Deletes a user; their sessions stop working at once (each request re-checks its user).
     public func deleteUser(email rawEmail: String, actor: AuditActor = .system) async throws {
         let email = rawEmail.trimmingCharacters(in: .whitespaces).lowercased()

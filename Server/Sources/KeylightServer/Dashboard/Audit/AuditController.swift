@@ -13,7 +13,7 @@ struct AuditController: Sendable {
                 guard let value = Int64(text) else { throw APIError.invalidRequest("That page link is not one this server made.") }
                 return value
             }
-            let entries = try await dashboard.admin.database.auditLog(limit: Self.pageSize + 1, beforeId: before)
+            let entries = try await dashboard.admin.auditLog(limit: Self.pageSize + 1, beforeId: before)
             let page = entries.prefix(Self.pageSize)
             return pages.page("audit", AuditView(
                 chrome: pages.chrome("Audit log", context, section: .audit),

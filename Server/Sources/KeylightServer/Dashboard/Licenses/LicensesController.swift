@@ -128,7 +128,7 @@ struct LicensesController: Sendable {
             licenses: licenses.map { LicenseRow($0, now: now) },
             nextURL: next.map { base + "?" + FormEncoding.encode(filters + [("cursor", $0)]) },
             csvURL: base + ".csv" + (filters.isEmpty ? "" : "?" + FormEncoding.encode(filters)),
-            keyTypes: try await admin.database.keyTypes(tenantId: tenantId, productId: productId).map { KeyTypeOption(id: $0.id, label: $0.displayName) },
+            keyTypes: try await admin.keyTypes(tenantId: tenantId, productId: productId).map { KeyTypeOption(id: $0.id, label: $0.displayName) },
             canMail: admin.mailBuyers
         ))
     }
@@ -136,11 +136,11 @@ struct LicensesController: Sendable {
     private func licenseView(_ tenantId: String, _ productId: String, _ id: String, _ context: DashboardContext, newKey: String?) async throws -> LicenseView {
         let product = try await admin.requireProduct(tenantId: tenantId, productId: productId)
         let license = try await admin.license(tenantId: tenantId, productId: productId, id: id)
-        let instances = try await admin.database.instances(licenseId: license.id)
-        let keyType = try await admin.database.keyType(tenantId: tenantId, productId: productId, id: license.keyTypeId)
+        let instances = try await admin.instances(licenseId: license.id)
+        let keyType = try await admin.keyType(tenantId: tenantId, productId: productId, id: license.keyTypeId)
         let now = admin.clock.unixSeconds
         var row = LicenseRow(license, now: now)
-        if license.paymentSource == "appstore", let origin = try await admin.database.appStoreOrigin(tenantId: tenantId, licenseId: license.id) {
+        if license.paymentSource == "appstore", let origin = try await admin.appStoreOrigin(tenantId: tenantId, licenseId: license.id) {
             row.source = "App Store, original transaction \(origin.originalTransactionId) (\(origin.environment))"
         }
         return LicenseView(
@@ -151,8 +151,8 @@ struct LicensesController: Sendable {
             canRevoke: license.status != .revoked, canSuspend: license.status == .active, canReinstate: license.status != .active,
             seats: LicenseView.seats(keyType: keyType, instances: instances, now: now),
             updates: license.updatesUntil.map { "until " + DashboardFormat.day($0) },
-            canMail: admin.mailBuyers, keyRecoverable: try await admin.database.sealedKey(licenseId: license.id) != nil,
-            mails: try await admin.database.mails(licenseId: license.id).map(MailRow.init)
+            canMail: admin.mailBuyers, keyRecoverable: try await admin.keyRecoverable(licenseId: license.id),
+            mails: try await admin.mails(licenseId: license.id).map(MailRow.init)
         )
     }
 }

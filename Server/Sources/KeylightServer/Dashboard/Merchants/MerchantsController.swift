@@ -92,7 +92,7 @@ struct MerchantsController: Sendable {
 
     private func view(_ provider: MerchantProvider, _ context: DashboardContext) async throws -> MerchantView {
         let tenant = try await admin.requireTenant(TenantsController.tenantId(context))
-        let settings = try await admin.database.merchantSettings(tenantId: tenant.id, provider: provider)
+        let settings = try await admin.storedMerchantSettings(tenantId: tenant.id, provider: provider)
         let events = try await admin.merchantEvents(tenantId: tenant.id, provider: provider, outcome: nil, limit: 50)
         let path = "/\(provider.rawValue)/webhook/\(tenant.id)"
         let hint = switch provider {

@@ -10,7 +10,7 @@ import KeylightCore
 /// ``DashboardContext/form``.
 struct DashboardAuthMiddleware: RouterMiddleware {
     typealias Context = DashboardContext
-    let database: Database
+    let accounts: DashboardAccounts
     let sessions: SQLSessionStore
 
     func handle(_ request: Request, context: Context, next: (Request, Context) async throws -> Response) async throws -> Response {
@@ -41,7 +41,7 @@ struct DashboardAuthMiddleware: RouterMiddleware {
     /// deleted user or a password reset ends every earlier session (it is cleared here).
     private func currentSession(_ context: Context) async throws -> DashboardSession? {
         guard let session = context.signedIn, let userId = session.userId else { return nil }
-        guard let user = try await database.dashboardUser(id: userId),
+        guard let user = try await accounts.user(id: userId),
               let stamp = session.credential,
               ConstantTime.equals(Array(stamp.utf8), Array(DashboardAccounts.credentialStamp(user).utf8)) else {
             context.sessions.clearSession()

@@ -6,9 +6,9 @@ struct ProductCharts: Sendable {
     var validations: String
     var total: Int
 
-    static func load(_ database: Database, tenantId: String, productId: String, now: Int64) async throws -> ProductCharts {
-        let counts = try await database.licenseStatusCounts(tenantId: tenantId, productId: productId, now: now)
-        let usage = try await database.usage(tenantId: tenantId, productId: productId, lastDay: now.flooringDivided(by: 86_400), days: 30)
+    static func load(_ admin: AdminService, tenantId: String, productId: String, now: Int64) async throws -> ProductCharts {
+        let counts = try await admin.licenseStatusCounts(tenantId: tenantId, productId: productId, now: now)
+        let usage = try await admin.usage(tenantId: tenantId, productId: productId, lastDay: now.flooringDivided(by: 86_400), days: 30)
         let labels = usage.map { DashboardFormat.shortDay($0.day) }
         return ProductCharts(
             status: SVGChart.statuses(counts),

@@ -179,11 +179,11 @@ struct ProductsController: Sendable {
     private func productView(_ tenantId: String, _ productId: String, _ request: Request, _ context: DashboardContext) async throws -> ProductView {
         let tenant = try await admin.requireTenant(tenantId)
         let product = try await admin.requireProduct(tenantId: tenantId, productId: productId)
-        let charts = try await ProductCharts.load(admin.database, tenantId: tenantId, productId: productId, now: admin.clock.unixSeconds)
+        let charts = try await ProductCharts.load(admin, tenantId: tenantId, productId: productId, now: admin.clock.unixSeconds)
         return ProductView(
             chrome: pages.chrome(product.name, context), tenantId: tenant.id, tenantName: tenant.name, product: ProductRow(product),
             sdkKey: nil, snippet: AppSnippet.configuration(product: product, sdkKey: nil, serverURL: serverURL(request), keys: admin.keyRing.current[product.tenantId]),
-            keyTypes: try await admin.database.keyTypes(tenantId: tenantId, productId: productId).map(KeyTypeRow.init),
+            keyTypes: try await admin.keyTypes(tenantId: tenantId, productId: productId).map(KeyTypeRow.init),
             statusChart: charts.status, activationChart: charts.activations, validationChart: charts.validations
         )
     }

@@ -12,7 +12,7 @@ struct SigningKeysController: Sendable {
         let all = group.signedIn("/signing-keys", dashboard: dashboard, back: { _ in Self.page })
         all.get { _, context -> Response in
             let snapshot = admin.keyRing.current
-            let tenants = try await admin.database.tenants().map { tenant in
+            let tenants = try await admin.tenants().map { tenant in
                 TenantSigningKeys(id: tenant.id, name: tenant.name, keys: snapshot[tenant.id])
             }
             return pages.page("signing_keys", SigningKeysView(chrome: pages.chrome("Signing keys", context, section: .signingKeys), tenants: tenants))

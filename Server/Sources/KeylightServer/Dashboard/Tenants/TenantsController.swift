@@ -109,10 +109,10 @@ struct TenantsController: Sendable {
     private func tenantCards() async throws -> [TenantCard] {
         let now = admin.clock.unixSeconds
         var cards: [TenantCard] = []
-        for tenant in try await admin.database.tenants() {
+        for tenant in try await admin.tenants() {
             var products: [ProductCard] = []
-            for product in try await admin.database.products(tenantId: tenant.id) {
-                let charts = try await ProductCharts.load(admin.database, tenantId: tenant.id, productId: product.id, now: now)
+            for product in try await admin.products(tenantId: tenant.id) {
+                let charts = try await ProductCharts.load(admin, tenantId: tenant.id, productId: product.id, now: now)
                 products.append(ProductCard(
                     tenantId: tenant.id, id: product.id, name: product.name, keyPrefix: product.keyPrefix,
                     statusChart: charts.status, activationChart: charts.activations, validationChart: charts.validations, total: charts.total
@@ -125,23 +125,23 @@ struct TenantsController: Sendable {
 
     private func tenantView(_ tenantId: String, _ context: DashboardContext) async throws -> TenantView {
         let tenant = try await admin.requireTenant(tenantId)
-        let stripe = try await admin.database.stripeSettings(tenantId: tenant.id)
-        let endpoints = try await admin.database.webhookEndpoints(tenantId: tenant.id)
+        let stripe = try await admin.stripeSettings(tenantId: tenant.id)
+        let endpoints = try await admin.webhookEndpoints(tenantId: tenant.id)
         let urls = Dictionary(endpoints.map { ($0.id, $0.url) }, uniquingKeysWith: { first, _ in first })
-        let deliveries = try await admin.database.webhookDeliveries(tenantId: tenant.id, limit: 20)
-        let unapplied = try await admin.database.stripeEvents(tenantId: tenant.id, outcome: StripeOutcome.unknownProduct.rawValue, limit: 20)
+        let deliveries = try await admin.webhookDeliveries(tenantId: tenant.id, limit: 20)
+        let unapplied = try await admin.unappliedStripeEvents(tenantId: tenant.id, limit: 20)
         var merchants: [MerchantCard] = []
         for provider in MerchantProvider.allCases {
-            let configured = try await admin.database.merchantSettings(tenantId: tenant.id, provider: provider) != nil
+            let configured = try await admin.storedMerchantSettings(tenantId: tenant.id, provider: provider) != nil
             merchants.append(MerchantCard(provider: provider.rawValue, name: provider.displayName, configured: configured))
         }
         return TenantView(
             chrome: pages.chrome(tenant.name, context),
             tenant: tenant,
-            products: try await admin.database.products(tenantId: tenant.id).map(ProductRow.init),
+            products: try await admin.products(tenantId: tenant.id).map(ProductRow.init),
             stripeConfigured: stripe != nil, stripeSecretKeySet: stripe?.sealedSecretKey != nil,
             merchants: merchants,
-            checkoutKeySet: try await admin.database.checkoutKeyHash(tenantId: tenant.id) != nil,
+            checkoutKeySet: try await admin.checkoutKeySet(tenantId: tenant.id),
             newCheckoutKey: nil, newEndpointSecret: nil,
             endpoints: endpoints.map(EndpointRow.init),
             deliveries: deliveries.map { DeliveryRow($0, endpointURL: urls[$0.endpointId] ?? $0.endpointId) },
