@@ -154,6 +154,13 @@ import Testing
             #expect(data["license_key"] as? String == minted.key)
             #expect(data["source"] as? String == "admin-token")
             #expect((data["license"] as? [String: Any])?["id"] as? String == minted.id)
+            // The license's webhook shape: the fields events have always carried, none of the admin API's others.
+            for event in forAll {
+                let license = try #require((event["data"] as? [String: Any])?["license"] as? [String: Any])
+                #expect(Set(license.keys) == [
+                    "id", "product_id", "key_type_id", "masked_key", "status", "expires_at", "customer_email", "active_instances", "created_at",
+                ], "\(license.keys.sorted())")
+            }
             #expect(adminMint["tenant_id"] as? String == "acme")
             for event in forAll where event["type"] as? String != "license.created" {
                 #expect((event["data"] as? [String: Any])?["license_key"] == nil, "\(event)")

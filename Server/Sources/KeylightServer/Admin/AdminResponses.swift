@@ -115,13 +115,20 @@ struct InstanceBody: Encodable {
     }
 }
 
-/// A license as the admin API shows it: the key masked, except in the one response that
-/// creates (or remints) it.
-struct LicenseBody: Encodable {
+/// A license as everything outside the server sees it, defined once: the admin API's answers and
+/// (a subset, ``Shape/webhook``) the `license` of every webhook event. The key is masked, except
+/// in the one admin response that creates (or remints) it.
+struct LicenseBody: Encodable, Sendable {
     var license: License
     var now: Int64
     var licenseKey: String?
     var instances: [Instance]?
+    var shape: Shape = .admin
+
+    /// Which fields: the admin API shows them all; webhooks the ones they have always carried.
+    enum Shape: Sendable {
+        case admin, webhook
+    }
 
     enum CodingKeys: String, CodingKey {
         case id, product_id, key_type_id, license_key, masked_key, status, expired, expires_at, customer_email, active_instances, created_at, updates_until, instances
@@ -136,11 +143,12 @@ struct LicenseBody: Encodable {
         if let licenseKey { try c.encode(licenseKey, forKey: .license_key) }
         try c.encode(license.maskedKey, forKey: .masked_key)
         try c.encode(license.status.rawValue, forKey: .status)
-        try c.encode(license.isExpired(at: now), forKey: .expired)
+        if shape == .admin { try c.encode(license.isExpired(at: now), forKey: .expired) }
         try c.encode(license.expiresAt, forKey: .expires_at)
         try c.encode(license.customerEmail, forKey: .customer_email)
         try c.encode(license.activeInstances, forKey: .active_instances)
         try c.encode(license.createdAt, forKey: .created_at)
+        guard shape == .admin else { return }
         try c.encode(license.updatesUntil, forKey: .updates_until)
         try c.encode(license.paymentSource, forKey: .payment_source)
         try c.encode(license.paymentOrderId, forKey: .payment_order_id)
@@ -258,26 +266,25 @@ struct WebhookDeliveryBody: Encodable {
     }
 }
 
-/// A received Stripe event (`GET …/stripe/events`).
-struct StripeEventBody: Encodable {
-    var id: String
-    var type: String
-    var outcome: String
-    var attempts: Int
-    @ExplicitNull var event_created: Int64?
-    var received_at: Int64
-    var updated_at: Int64
-    var retryable: Bool
+/// A received payment event (`GET …/stripe/events`, `GET …/{provider}/events`): Stripe's and the
+/// merchants' in one shape; `event_created` only where the provider dates its events (Stripe).
+struct PaymentEventBody: Encodable {
+    var event: any ReceivedPaymentEvent
 
-    init(_ record: StripeEventRecord) {
-        id = record.id
-        type = record.type
-        outcome = record.outcome
-        attempts = record.attempts
-        event_created = record.eventCreated
-        received_at = record.receivedAt
-        updated_at = record.updatedAt
-        retryable = record.retryable
+    enum CodingKeys: String, CodingKey {
+        case id, type, outcome, attempts, event_created, received_at, updated_at, retryable
+    }
+
+    func encode(to encoder: any Encoder) throws {
+        var c = encoder.container(keyedBy: CodingKeys.self)
+        try c.encode(event.id, forKey: .id)
+        try c.encode(event.type, forKey: .type)
+        try c.encode(event.outcome, forKey: .outcome)
+        try c.encode(event.attempts, forKey: .attempts)
+        if let created = event.providerCreatedAt { try c.encode(created, forKey: .event_created) }
+        try c.encode(event.receivedAt, forKey: .received_at)
+        try c.encode(event.updatedAt, forKey: .updated_at)
+        try c.encode(event.retryable, forKey: .retryable)
     }
 }
 
@@ -307,23 +314,3 @@ struct MerchantSettingsBody: Encodable {
     }
 }
 
-/// A received merchant event (`GET …/{provider}/events`).
-struct MerchantEventBody: Encodable {
-    var id: String
-    var type: String
-    var outcome: String
-    var attempts: Int
-    var received_at: Int64
-    var updated_at: Int64
-    var retryable: Bool
-
-    init(_ record: MerchantEventRecord) {
-        id = record.id
-        type = record.type
-        outcome = record.outcome
-        attempts = record.attempts
-        received_at = record.receivedAt
-        updated_at = record.updatedAt
-        retryable = record.retryable
-    }
-}

@@ -148,7 +148,7 @@ struct AdminRoutes {
             let events = try await service.stripeEvents(
                 tenantId: try context.parameters.require("tenant"), outcome: request.uri.queryParameters.get("outcome").map { String($0) }, limit: limit
             )
-            return try JSONBody.response(["events": events.map(StripeEventBody.init)])
+            return try JSONBody.response(["events": events.map { PaymentEventBody(event: $0) }])
         }
         admin.post("/tenants/:tenant/stripe/events/:id/retry") { _, context in
             let id = try context.parameters.require("id")
@@ -189,7 +189,7 @@ struct AdminRoutes {
                     tenantId: try context.parameters.require("tenant"), provider: provider,
                     outcome: request.uri.queryParameters.get("outcome").map { String($0) }, limit: limit
                 )
-                return try JSONBody.response(["events": events.map(MerchantEventBody.init)])
+                return try JSONBody.response(["events": events.map { PaymentEventBody(event: $0) }])
             }
             admin.post(RouterPath("/tenants/:tenant/\(provider.rawValue)/events/:id/retry")) { _, context in
                 let id = try context.parameters.require("id")

@@ -38,7 +38,7 @@ struct WebhookEvent: Encodable, Sendable {
 }
 
 struct WebhookEventData: Encodable, Sendable {
-    var license: WebhookLicense
+    var license: LicenseBody
     /// Only on `license.created`.
     var license_key: String?
     /// Only on `instance.*`.
@@ -53,7 +53,7 @@ struct WebhookEventData: Encodable, Sendable {
     var how: String?
 
     init(license: License, licenseKey: String? = nil, instance: WebhookInstance? = nil, source: String, how: String? = nil) {
-        self.license = WebhookLicense(license)
+        self.license = LicenseBody(license: license, now: 0, shape: .webhook)
         license_key = licenseKey
         self.instance = instance
         self.source = source
@@ -64,31 +64,6 @@ struct WebhookEventData: Encodable, Sendable {
         self.init(license: license, source: "sdk")
         activation_limit = activationLimit
         refused_instance_name = refusedInstanceName
-    }
-}
-
-/// A license as webhooks describe it (the key only masked).
-struct WebhookLicense: Encodable, Sendable {
-    var id: String
-    var product_id: String
-    var key_type_id: String
-    var status: String
-    @ExplicitNull var expires_at: Int64?
-    @ExplicitNull var customer_email: String?
-    var masked_key: String
-    var active_instances: Int
-    var created_at: Int64
-
-    init(_ license: License) {
-        id = license.id
-        product_id = license.productId
-        key_type_id = license.keyTypeId
-        status = license.status.rawValue
-        expires_at = license.expiresAt
-        customer_email = license.customerEmail
-        masked_key = license.maskedKey
-        active_instances = license.activeInstances
-        created_at = license.createdAt
     }
 }
 

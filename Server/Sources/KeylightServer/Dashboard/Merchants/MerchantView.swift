@@ -16,27 +16,10 @@ struct MerchantView: Sendable {
     var secretHint: String
     var mappingField: String
     var mappingNoun: String
-    var events: [MerchantEventRow]
+    var events: [PaymentEventRow]
     var hasEvents: Bool
 }
 
-struct MerchantEventRow: Sendable {
-    var id: String
-    var type: String
-    var outcome: String
-    var attempts: Int
-    var received: String
-    var retryable: Bool
-
-    init(_ event: MerchantEventRecord) {
-        id = event.id
-        type = event.type
-        outcome = event.outcome
-        attempts = event.attempts
-        received = DashboardFormat.time(event.receivedAt)
-        retryable = event.retryable
-    }
-}
 
 /// A merchant of record as the tenant page lists it.
 struct MerchantCard: Sendable {

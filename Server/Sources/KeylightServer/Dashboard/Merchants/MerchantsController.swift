@@ -106,7 +106,7 @@ struct MerchantsController: Sendable {
             configured: settings != nil, isPaddle: provider == .paddle, isLemonSqueezy: provider == .lemonSqueezy,
             apiKeySet: settings?.sealedAPIKey != nil, sandbox: settings?.environment == "sandbox", acceptTestMode: settings?.acceptTestMode ?? false,
             secretHint: hint, mappingField: provider.mappingField, mappingNoun: provider.mappingNoun,
-            events: events.map(MerchantEventRow.init), hasEvents: !events.isEmpty
+            events: events.map(PaymentEventRow.init), hasEvents: !events.isEmpty
         )
     }
 }

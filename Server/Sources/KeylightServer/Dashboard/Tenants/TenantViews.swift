@@ -40,7 +40,7 @@ struct TenantView: Sendable {
     var deliveries: [DeliveryRow]
     var eventTypes: [EventTypeOption]
     /// Stripe events that named a product or key type the tenant lacks: kept, retryable.
-    var unappliedStripeEvents: [StripeEventRow]
+    var unappliedStripeEvents: [PaymentEventRow]
     /// Stored, not computed: templates see stored properties only.
     var hasUnappliedStripeEvents: Bool
 }
@@ -129,18 +129,3 @@ struct EventTypeOption: Sendable {
     var name: String
 }
 
-struct StripeEventRow: Sendable {
-    var id: String
-    var type: String
-    var attempts: Int
-    var received: String
-    var retryable: Bool
-
-    init(_ event: StripeEventRecord) {
-        id = event.id
-        type = event.type
-        attempts = event.attempts
-        received = DashboardFormat.time(event.receivedAt)
-        retryable = event.retryable
-    }
-}

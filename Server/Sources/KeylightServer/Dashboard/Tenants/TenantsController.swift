@@ -146,7 +146,7 @@ struct TenantsController: Sendable {
             endpoints: endpoints.map(EndpointRow.init),
             deliveries: deliveries.map { DeliveryRow($0, endpointURL: urls[$0.endpointId] ?? $0.endpointId) },
             eventTypes: WebhookEventType.allCases.map { EventTypeOption(name: $0.rawValue) },
-            unappliedStripeEvents: unapplied.map(StripeEventRow.init),
+            unappliedStripeEvents: unapplied.map(PaymentEventRow.init),
             hasUnappliedStripeEvents: !unapplied.isEmpty
         )
     }
