@@ -65,12 +65,6 @@ final class MemoryChannel: TrustChannel, @unchecked Sendable {
     }
 }
 
-/// A wall clock that reads whole seconds from `seconds` (a test's own clock).
-struct SecondsClock: WallClock {
-    let seconds: @Sendable () -> Int64
-    var now: Date { Date(timeIntervalSince1970: TimeInterval(seconds())) }
-}
-
 /// A device for tests: an identity and trust store in memory (or on disk).
 struct TestDevice {
     let store: any SecureStore
@@ -78,7 +72,7 @@ struct TestDevice {
 
     init(_ name: String, store: any SecureStore = InMemoryStore(), now: @escaping @Sendable () -> Int64 = { 1_800_000_000 }) throws {
         self.store = store
-        node = TrustNode(identity: try DeviceIdentity.loadOrCreate(in: store, name: name), store: TrustStore(store: store), clock: SecondsClock(seconds: now))
+        node = TrustNode(identity: try DeviceIdentity.loadOrCreate(in: store, name: name), store: TrustStore(store: store), now: now)
     }
 
     func invite(lifetime: Int64 = 600) throws -> Invitation {

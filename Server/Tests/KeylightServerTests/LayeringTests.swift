@@ -34,7 +34,7 @@ import Testing
             + Self.files("Portal") + Self.files("Admin") { $0 == "AdminRoutes.swift" || $0 == "AdminRouter.swift" }
             + Self.files("SDK") { $0 == "SDKRoutes.swift" }
             + Self.files("Stripe") { $0.hasSuffix("Routes.swift") } + Self.files("Merchants") { $0.hasSuffix("Routes.swift") }
-            + Self.files("AppStore") { $0 == "AppStoreNotifications.swift" }
+            + Self.files("AppStore") { $0 == "AppStoreNotifications.swift" } + Self.files("Observability") { $0 == "OpsRoutes.swift" }
         #expect(doors.count >= 15, "the door files were not found: \(doors.map(\.name))")
         // IdempotencyKeys is the admin router's own store, handed the database when it is built.
         let reached = Self.offenders(doors, #"\bdatabase\b"#)
@@ -49,6 +49,13 @@ import Testing
         #expect(storage.count >= 30)
         #expect(Self.offenders(storage, #"WebhookEvent\("#).isEmpty, "storage builds webhook payloads: \(Self.offenders(storage, #"WebhookEvent\("#))")
         #expect(Self.offenders(storage, #"LicensingService\.|LicenseRules\."#).isEmpty, "storage calls the rules itself")
+        // Refusals are the domain's: storage reports facts (an outcome, a refusal of its own type).
+        let refusing = Self.offenders(storage, #"APIError\.|throw APIError"#)
+        #expect(refusing.isEmpty, "storage decides an API error: \(refusing)")
+        // Audit rows of license and instance changes go through ChangeLog (the catalogue's, the
+        // settings' and the keys' own audit lines are not license changes).
+        let direct = Self.offenders(storage, #"action: "(license|instance)\."#)
+        #expect(direct.isEmpty, "license changes audited around ChangeLog: \(direct)")
     }
 
     @Test func nothingReadsTheSystemClock() throws {

@@ -27,6 +27,12 @@ public struct TrustNode: Sendable {
         self.clock = clock
     }
 
+    /// A node whose time is read from `now` (whole Unix seconds): the form this initialiser had
+    /// before it took a `WallClock`, kept so existing callers still build.
+    public init(identity: DeviceIdentity, store: TrustStore, now: @escaping @Sendable () -> Int64) {
+        self.init(identity: identity, store: store, clock: SecondsWallClock(seconds: now))
+    }
+
     func now() -> Int64 { clock.unixSeconds }
 
     // MARK: Transcripts
@@ -180,4 +186,10 @@ public struct TrustNode: Sendable {
         try await channel.send(TrustMessage(type: TrustMessage.welcome))
         return peer
     }
+}
+
+/// A wall clock read from a closure of whole Unix seconds.
+struct SecondsWallClock: WallClock {
+    let seconds: @Sendable () -> Int64
+    var now: Date { Date(timeIntervalSince1970: TimeInterval(seconds())) }
 }

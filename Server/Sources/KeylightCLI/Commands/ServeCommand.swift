@@ -14,9 +14,9 @@ struct DatabaseOptions: ParsableArguments {
     @Option(help: "PostgreSQL URL (postgres://user:pass@host:port/db), shared by any number of processes; also KEYLIGHT_DATABASE_URL. Default: SQLite at --db.")
     var databaseURL: String?
 
-    /// The PostgreSQL URL from the option or the environment.
+    /// The PostgreSQL URL from the option or the environment (the same rule `serve` applies).
     var resolvedDatabaseURL: String? {
-        databaseURL ?? ProcessInfo.processInfo.environment["KEYLIGHT_DATABASE_URL"].flatMap { $0.isEmpty ? nil : $0 }
+        ServeSettings.databaseURL(option: databaseURL, environment: ProcessInfo.processInfo.environment)
     }
 
     func open(poolSize: Int, logger: Logger) async throws -> Database {

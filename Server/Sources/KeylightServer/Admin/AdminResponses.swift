@@ -1,21 +1,5 @@
 import KeylightCore
 
-/// Encodes `nil` as `null` instead of leaving the key out, for fields whose absence and
-/// nullness mean different things to clients (`expires_at: null` is a lifetime license).
-@propertyWrapper
-struct ExplicitNull<Value: Encodable & Sendable>: Encodable, Sendable {
-    var wrappedValue: Value?
-
-    init(wrappedValue: Value?) {
-        self.wrappedValue = wrappedValue
-    }
-
-    func encode(to encoder: any Encoder) throws {
-        var container = encoder.singleValueContainer()
-        if let wrappedValue { try container.encode(wrappedValue) } else { try container.encodeNil() }
-    }
-}
-
 struct TenantBody: Encodable {
     var id: String
     var name: String
@@ -91,68 +75,6 @@ struct KeyTypeBody: Encodable {
         heartbeat_seconds = keyType.heartbeatSeconds
         overage = Double(keyType.overagePercent) / 100
         updates_days = keyType.updatesDays
-    }
-}
-
-struct InstanceBody: Encodable {
-    var instance_id: String
-    var instance_name: String
-    var active: Bool
-    var activated_at: Int64
-    @ExplicitNull var last_validated_at: Int64?
-    @ExplicitNull var deactivated_at: Int64?
-    /// A floating seat's deadline (null for seats that do not float).
-    @ExplicitNull var seat_expires_at: Int64?
-
-    init(_ instance: Instance) {
-        instance_id = instance.id
-        instance_name = instance.name
-        active = instance.active
-        activated_at = instance.activatedAt
-        last_validated_at = instance.lastValidatedAt
-        deactivated_at = instance.deactivatedAt
-        seat_expires_at = instance.seatExpiresAt
-    }
-}
-
-/// A license as everything outside the server sees it, defined once: the admin API's answers and
-/// (a subset, ``Shape/webhook``) the `license` of every webhook event. The key is masked, except
-/// in the one admin response that creates (or remints) it.
-struct LicenseBody: Encodable, Sendable {
-    var license: License
-    var now: Int64
-    var licenseKey: String?
-    var instances: [Instance]?
-    var shape: Shape = .admin
-
-    /// Which fields: the admin API shows them all; webhooks the ones they have always carried.
-    enum Shape: Sendable {
-        case admin, webhook
-    }
-
-    enum CodingKeys: String, CodingKey {
-        case id, product_id, key_type_id, license_key, masked_key, status, expired, expires_at, customer_email, active_instances, created_at, updates_until, instances
-        case payment_source, payment_order_id
-    }
-
-    func encode(to encoder: any Encoder) throws {
-        var c = encoder.container(keyedBy: CodingKeys.self)
-        try c.encode(license.id, forKey: .id)
-        try c.encode(license.productId, forKey: .product_id)
-        try c.encode(license.keyTypeId, forKey: .key_type_id)
-        if let licenseKey { try c.encode(licenseKey, forKey: .license_key) }
-        try c.encode(license.maskedKey, forKey: .masked_key)
-        try c.encode(license.status.rawValue, forKey: .status)
-        if shape == .admin { try c.encode(license.isExpired(at: now), forKey: .expired) }
-        try c.encode(license.expiresAt, forKey: .expires_at)
-        try c.encode(license.customerEmail, forKey: .customer_email)
-        try c.encode(license.activeInstances, forKey: .active_instances)
-        try c.encode(license.createdAt, forKey: .created_at)
-        guard shape == .admin else { return }
-        try c.encode(license.updatesUntil, forKey: .updates_until)
-        try c.encode(license.paymentSource, forKey: .payment_source)
-        try c.encode(license.paymentOrderId, forKey: .payment_order_id)
-        if let instances { try c.encode(instances.map(InstanceBody.init), forKey: .instances) }
     }
 }
 

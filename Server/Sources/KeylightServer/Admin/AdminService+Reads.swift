@@ -105,9 +105,13 @@ extension AdminService {
         try await database.ignoreAppStoreNotification(uuid: uuid, type: type, tenantId: tenantId, reason: reason, now: now)
     }
 
-    /// Applies an App Store notification to the license of its purchase, once per `uuid`; answers its outcome.
+    /// Applies what an App Store notification means to the license of its purchase, once per
+    /// `uuid`; answers its outcome.
     func applyAppStoreNotification(uuid: String, type: String, subtype: String?, tenantId: String, transaction: AppStoreTransaction, now: Int64) async throws -> String {
-        try await database.applyAppStoreNotification(uuid: uuid, type: type, subtype: subtype, tenantId: tenantId, transaction: transaction, now: now)
+        try await database.applyAppStoreNotification(
+            AppStoreNotificationAction(type: type, transaction: transaction, now: now),
+            uuid: uuid, type: type, subtype: subtype, tenantId: tenantId, transaction: transaction, now: now
+        )
     }
 
     // MARK: Mail

@@ -229,7 +229,7 @@ final class AdminService: Sendable {
     }
 
     func deactivateInstance(tenantId: String, productId: String, licenseId: String, instanceId: String, actor: AuditActor) async throws {
-        switch try await database.deactivate(keyHash: nil, licenseId: licenseId, tenantId: tenantId, productId: productId, instanceId: instanceId, now: clock.unixSeconds, change: InstanceChange(actor: actor, how: .admin)) {
+        switch try await licensing.freeSeat(licenseId: licenseId, tenantId: tenantId, productId: productId, instanceId: instanceId, change: InstanceChange(actor: actor, how: .admin)) {
         case .licenseNotFound: throw APIError.notFound("License")
         case .instanceNotFound: throw APIError.notFound("Instance")
         case .deactivated, .alreadyInactive: return

@@ -49,7 +49,12 @@ public struct ServeSettings: Sendable {
 
     /// The PostgreSQL URL from the option, else the environment; nil: SQLite at ``databasePath``.
     public func resolvedDatabaseURL(environment: [String: String]) -> String? {
-        databaseURL ?? environment.setting("KEYLIGHT_DATABASE_URL")
+        Self.databaseURL(option: databaseURL, environment: environment)
+    }
+
+    /// `--database-url`, else `KEYLIGHT_DATABASE_URL` (every command that opens the database).
+    public static func databaseURL(option: String?, environment: [String: String]) -> String? {
+        option ?? environment.setting("KEYLIGHT_DATABASE_URL")
     }
 }
 

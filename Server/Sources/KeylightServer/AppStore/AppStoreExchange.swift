@@ -30,10 +30,17 @@ struct AppStoreExchange: Sendable {
         // A REFUND or REVOKE notification is checked inside the mint's transaction (appStoreLicense).
         guard transaction.revocationDate == nil else { throw APIError.appStoreTransactionRevoked }
         if let expires = transaction.expiresDate, expires <= now { throw APIError.appStoreTransactionExpired }
-        let (license, sealedKey) = try await database.appStoreLicense(
-            AppStorePurchase(tenantId: product.tenantId, productId: product.id, keyType: keyType, keyPrefix: product.keyPrefix, transaction: transaction),
-            sealer: sealer, now: now
-        )
+        let license: License, sealedKey: String
+        do {
+            (license, sealedKey) = try await database.appStoreLicense(
+                AppStorePurchase(tenantId: product.tenantId, productId: product.id, keyType: keyType, keyPrefix: product.keyPrefix, transaction: transaction),
+                sealer: sealer, now: now
+            )
+        } catch AppStoreMintRefusal.refunded {
+            throw APIError.appStoreTransactionRevoked
+        } catch AppStoreMintRefusal.otherProduct {
+            throw APIError.appStoreProductUnmapped
+        }
         let key = try LicenseKeySeal.open(sealedKey, licenseId: license.id, with: sealer)
         try licensing.limitLicense(try LicenseKey(key))
         let (instanceId, grant) = try await licensing.activateInstance(

@@ -34,6 +34,9 @@ struct LicenseGrant: Decodable, Equatable, Sendable {
         return codes
     }
 
+    /// Past its expiry at `now` (a lifetime license never is).
+    func isExpired(at now: Int64) -> Bool { expiresAt.map { $0 <= now } ?? false }
+
     /// Seats the license may hold: the limit plus the overage.
     var seatCap: Int { SeatCap.of(limit: activationLimit, overagePercent: overagePercent) }
     /// More seats in use than the limit (possible only with overage).

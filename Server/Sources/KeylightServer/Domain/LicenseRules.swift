@@ -15,7 +15,7 @@ enum LicenseRules {
             // A floating seat is held by validating; a device that never calls cannot hold one.
             return .offlineNotAllowed
         case .active:
-            let expired = grant.expiresAt.map { $0 <= now } ?? false
+            let expired = grant.isExpired(at: now)
             return activating && expired && !grant.fallbackAccess ? .licenseExpired : nil
         }
     }
@@ -30,7 +30,7 @@ enum LicenseRules {
     /// entitlements; after expiry `fallback` (with fallback access) or `expired`, for `ttl`,
     /// without entitlements.
     static func lease(for grant: LicenseGrant, instanceId: String, now: Int64, ttl: Int64, key: SigningKey) throws -> Lease {
-        let expired = grant.expiresAt.map { $0 <= now } ?? false
+        let expired = grant.isExpired(at: now)
         let ttlEnd = now + ttl
         let status: Lease.Status = !expired ? .active : (grant.fallbackAccess ? .fallback : .expired)
         let expiresAt = status == .active ? min(ttlEnd, grant.expiresAt ?? .max) : ttlEnd

@@ -178,7 +178,7 @@ struct PortalRoutes: Sendable {
         if let keyHash = session.keyHash, let masked = session.maskedKey,
            let (grant, instances) = try await licensing.activeInstances(keyHash: keyHash, product: product) {
             let now = admin.clock.unixSeconds
-            let expired = grant.expiresAt.map { $0 <= now } ?? false
+            let expired = grant.isExpired(at: now)
             view.license = .init(
                 maskedKey: masked, status: grant.status == .active && expired ? "expired" : grant.status.rawValue,
                 expires: grant.expiresAt.map { DashboardFormat.time($0) } ?? "never", inUse: instances.count, limit: grant.activationLimit,

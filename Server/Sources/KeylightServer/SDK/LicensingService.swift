@@ -220,6 +220,14 @@ final class LicensingService: Sendable {
         )
     }
 
+    /// Frees any instance of the license, offline ones too: for the developer (admin API,
+    /// dashboard), who answers for their customers' seats.
+    func freeSeat(licenseId: String, tenantId: String, productId: String, instanceId: String, change: InstanceChange) async throws -> DeactivationOutcome {
+        try await database.deactivate(
+            keyHash: nil, licenseId: licenseId, tenantId: tenantId, productId: productId, instanceId: instanceId, now: clock.unixSeconds, change: change
+        )
+    }
+
     func keyless(_ request: SDKBody<KeylessRequest>, product: Product) async throws -> KeylessResponse {
         let body = request.fields
         let instanceId = try Field.identifier(body.instance_id, "instance_id")

@@ -82,13 +82,12 @@ extension Database {
                     \(bind: newInstanceId), \(bind: grant.licenseId), \(bind: name), \(bind: machineHash), \(bind: true),
                     \(bind: now), \(bind: now), \(bind: Int64?.none), \(bind: deviceKey), \(bind: seatDeadline))
                 """).run()
-            let log = ChangeLog(db: db, outbox: outbox, tenantId: tenantId, now: now)
             if let freeTierInstanceId {
                 try await Self.recordConversion(
                     db, tenantId: tenantId, productId: productId, installId: freeTierInstanceId, licenseId: grant.licenseId, instanceId: newInstanceId, now: now
                 )
             }
-            try await log.instanceActivated(id: newInstanceId, name: name, license: reserved, change: change)
+            try await Self.record(ChangeLog(tenantId: tenantId, now: now).instanceActivated(id: newInstanceId, name: name, license: reserved, change: change), on: db, outbox: outbox)
             return .activated(instanceId: newInstanceId, grant: grant)
         }
     }
@@ -105,7 +104,8 @@ extension Database {
               AND (activation_limit_notified_at IS NULL OR activation_limit_notified_at <= \(bind: now - limitEventInterval))
             RETURNING \(licenseColumns)
             """).first(decoding: License.self) else { return }
-        try await ChangeLog(db: db, outbox: outbox, tenantId: tenantId, now: now)
-            .activationLimitReached(license: license, activationLimit: grant.activationLimit, refusedName: name)
+        try await record(
+            ChangeLog(tenantId: tenantId, now: now).activationLimitReached(license: license, activationLimit: grant.activationLimit, refusedName: name), on: db, outbox: outbox
+        )
     }
 }

@@ -2,6 +2,15 @@ import Foundation
 import KeylightCore
 import SQLKit
 
+/// Why a purchase cannot become a license, as its rows say: the exchange turns it into the
+/// documented error (thrown inside the mint's transaction, so it also rolls it back).
+enum AppStoreMintRefusal: Error, Sendable {
+    /// A REFUND or REVOKE notification has been applied to the purchase.
+    case refunded
+    /// The purchase's license belongs to another product that sells the same app.
+    case otherProduct
+}
+
 /// A verified App Store purchase, ready to become (or find) its license.
 struct AppStorePurchase: Sendable {
     var tenantId: String
@@ -39,11 +48,11 @@ extension Database {
             let marker = try await db.raw("""
                 SELECT status FROM merchant_orders WHERE tenant_id = \(bind: purchase.tenantId) AND provider = 'appstore' AND id = \(bind: transaction.originalTransactionId)\(lock)
                 """).first(decodingColumn: "status", as: String.self)
-            guard marker != "refunded" else { throw APIError.appStoreTransactionRevoked }
+            guard marker != "refunded" else { throw AppStoreMintRefusal.refunded }
             let book = SubscriptionBook(db: db, tenantId: purchase.tenantId, now: now, eventId: transaction.transactionId, outbox: outbox, actor: AuditActor("appstore"), kind: .appStore)
             if let found = try await Self.appStoreLicense(db, tenantId: purchase.tenantId, original: transaction.originalTransactionId) {
                 // A purchase is one product's license: another product sharing the bundle has none for it.
-                guard found.0.productId == purchase.productId else { throw APIError.appStoreProductUnmapped }
+                guard found.0.productId == purchase.productId else { throw AppStoreMintRefusal.otherProduct }
                 if let expires = transaction.expiresDate { _ = try await book.apply(.paid(through: expires), to: transaction.originalTransactionId) }
                 return try await Self.appStoreLicense(db, tenantId: purchase.tenantId, original: transaction.originalTransactionId) ?? found
             }
@@ -81,10 +90,10 @@ extension Database {
                 INSERT INTO licenses (\(Self.licenseColumns), payment_subscription_id, sealed_key)
                 VALUES (\(Self.licenseValues(license)), \(bind: transaction.expiresDate == nil ? nil : transaction.originalTransactionId), \(bind: sealedKey))
                 """).run()
-            try await ChangeLog(db: db, outbox: outbox, tenantId: purchase.tenantId, now: now).licenseCreated(license, key: key.text, actor: AuditActor("appstore"), details: [
+            try await Self.record(ChangeLog(tenantId: purchase.tenantId, now: now).licenseCreated(license, key: key.text, actor: AuditActor("appstore"), details: [
                 "source": "appstore", "order_id": transaction.originalTransactionId, "environment": transaction.environment,
                 "product_id": purchase.productId, "key_type_id": purchase.keyType.id, "masked_key": license.maskedKey,
-            ])
+            ]), on: db, outbox: outbox)
             return (license, sealedKey)
         }
     }
@@ -108,9 +117,12 @@ extension Database {
 }
 
 extension Database {
-    /// Applies one App Store notification once per tenant (its `notificationUUID`), in one
-    /// transaction, audited; answers the outcome (`duplicate` when it was applied before).
-    func applyAppStoreNotification(uuid: String, type: String, subtype: String?, tenantId: String, transaction: AppStoreTransaction, now: Int64) async throws -> String {
+    /// Applies one App Store notification once per tenant (its `notificationUUID`): `action`
+    /// (``AppStoreNotificationAction``, what the notification means) in one transaction,
+    /// audited; answers the outcome (`duplicate` when it was applied before).
+    func applyAppStoreNotification(
+        _ action: AppStoreNotificationAction, uuid: String, type: String, subtype: String?, tenantId: String, transaction: AppStoreTransaction, now: Int64
+    ) async throws -> String {
         let outbox = self.outbox
         return try await write { db in
             guard try await db.raw("""
@@ -119,11 +131,12 @@ extension Database {
                 ON CONFLICT DO NOTHING RETURNING id
                 """).first() != nil else { return "duplicate" }
             let actor = AuditActor("appstore")
+            let log = ChangeLog(tenantId: tenantId, now: now)
             let original = transaction.originalTransactionId
             let book = SubscriptionBook(db: db, tenantId: tenantId, now: now, eventId: uuid, outbox: outbox, actor: actor, kind: .appStore)
             let outcome: String
-            switch type {
-            case "REFUND", "REVOKE":
+            switch action {
+            case .revoke:
                 // Remembered whether or not the purchase was exchanged yet: its exchange is then refused.
                 try await db.raw("""
                     INSERT INTO merchant_orders (tenant_id, provider, id, status, licenses, subscription_id, created_at, updated_at)
@@ -136,12 +149,10 @@ extension Database {
                     RETURNING \(Self.licenseColumns)
                     """).all(decoding: License.self)
                 for license in revoked {
-                    try await ChangeLog(db: db, outbox: outbox, tenantId: tenantId, now: now).licenseChanged(
-                        license, action: "license.revoke", actor: actor, details: ["event": uuid, "reason": "appstore \(type)"], event: .licenseRevoked
-                    )
+                    try await Self.record(log.licenseRevoked(license, actor: actor, details: ["event": uuid, "reason": "appstore \(type)"]), on: db, outbox: outbox)
                 }
                 outcome = revoked.isEmpty ? "no_license" : "revoked"
-            case "REFUND_REVERSED":
+            case .reinstate:
                 // Apple took the refund back: the purchase is paid again, and what its refund revoked is reinstated.
                 try await db.raw("""
                     UPDATE merchant_orders SET status = 'minted', updated_at = \(bind: now)
@@ -153,15 +164,14 @@ extension Database {
                     RETURNING \(Self.licenseColumns)
                     """).all(decoding: License.self)
                 for license in reinstated {
-                    try await Self.audit(db, at: now, actor: actor, action: "license.reinstate", tenantId: tenantId, target: license.id, details: ["event": uuid, "reason": "appstore REFUND_REVERSED"])
+                    try await Self.record(log.reinstated(license.id, actor: actor, details: ["event": uuid, "reason": "appstore REFUND_REVERSED"]), on: db, outbox: outbox)
                 }
                 outcome = reinstated.isEmpty ? "no_license" : "reinstated"
-            case "DID_RENEW", "SUBSCRIBED":
-                guard let expires = transaction.expiresDate else { outcome = "ignored"; break }
-                outcome = Self.outcomeName(try await book.apply(.paid(through: expires), to: original))
-            case "EXPIRED", "GRACE_PERIOD_EXPIRED":
-                outcome = Self.outcomeName(try await book.apply(.ended(at: transaction.expiresDate ?? now), to: original))
-            default:
+            case .paid(let through):
+                outcome = Self.outcomeName(try await book.apply(.paid(through: through), to: original))
+            case .ended(let at):
+                outcome = Self.outcomeName(try await book.apply(.ended(at: at), to: original))
+            case .ignore:
                 outcome = "ignored"
             }
             try await db.raw("""

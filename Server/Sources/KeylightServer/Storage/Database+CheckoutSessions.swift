@@ -51,7 +51,10 @@ extension Database {
                 """).first() != nil,
                 let license = try await db.raw("SELECT \(Self.licenseColumns) FROM licenses WHERE id = \(bind: licenseId) AND tenant_id = \(bind: tenantId)")
                     .first(decoding: License.self) else { return .gone(origin: origin) }
-            try await Self.audit(db, at: now, actor: AuditActor("checkout"), action: "license.pick_up", tenantId: tenantId, target: licenseId, details: ["checkout_session": sessionId])
+            try await Self.record(
+                ChangeLog(tenantId: tenantId, now: now).keyPickedUp(licenseId, checkoutSession: sessionId),
+                on: db, outbox: nil
+            )
             let key = try open(sealed)
             return .license(key: key, license: license, origin: origin)
         }

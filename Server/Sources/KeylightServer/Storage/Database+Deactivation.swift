@@ -29,8 +29,9 @@ extension Database {
                 UPDATE licenses SET active_instances = active_instances - 1, updated_at = \(bind: now) WHERE id = \(bind: license)
                 RETURNING \(Self.licenseColumns)
                 """).first(decoding: License.self)
-            try await ChangeLog(db: db, outbox: outbox, tenantId: tenantId, now: now)
-                .instanceReleased(instance, licenseId: license, license: updated, change: change)
+            try await Self.record(
+                ChangeLog(tenantId: tenantId, now: now).instanceReleased(instance, licenseId: license, license: updated, change: change), on: db, outbox: outbox
+            )
             return .deactivated
         }
     }

@@ -31,9 +31,9 @@ extension Database {
             WHERE id = \(bind: licenseId)
             RETURNING \(licenseColumns)
             """).first(decoding: License.self)
-        let log = ChangeLog(db: db, outbox: outbox, tenantId: tenantId, now: now)
+        let log = ChangeLog(tenantId: tenantId, now: now)
         for instance in expired.sorted(by: { $0.id < $1.id }) {
-            try await log.instanceReleased(instance, licenseId: licenseId, license: license, change: .heartbeatMissed)
+            try await record(log.instanceReleased(instance, licenseId: licenseId, license: license, change: .heartbeatMissed), on: db, outbox: outbox)
         }
         return FreedSeats(instanceIds: expired.map(\.id), license: license)
     }

@@ -22,7 +22,9 @@ extension Database {
             start += batchSize
         }
         try await write { db in
-            try await Self.audit(db, at: first.createdAt, actor: actor, action: "license.import", tenantId: first.tenantId, target: first.productId, details: ["count": "\(licenses.count)"])
+            try await Self.record(
+                ChangeLog(tenantId: first.tenantId, now: first.createdAt).licensesImported(productId: first.productId, count: licenses.count, actor: actor), on: db, outbox: nil
+            )
         }
         if tidy { try await tidyAfterBulkWrite() }
     }

@@ -26,10 +26,10 @@ extension Database {
             if let mail {
                 try await Self.enqueueMail(db, tenantId: license.tenantId, kind: mail.kind, licenseId: license.id, to: mail.to, at: license.createdAt)
             }
-            try await ChangeLog(db: db, outbox: outbox, tenantId: license.tenantId, now: license.createdAt).licenseCreated(license, key: key, actor: actor, details: [
+            try await Self.record(ChangeLog(tenantId: license.tenantId, now: license.createdAt).licenseCreated(license, key: key, actor: actor, details: [
                 "product_id": license.productId, "key_type_id": license.keyTypeId, "masked_key": license.maskedKey,
                 "expires_at": license.expiresAt.map(String.init) ?? "lifetime", "updates_until": license.updatesUntil.map(String.init) ?? "unbounded",
-            ])
+            ]), on: db, outbox: outbox)
         }
     }
 
@@ -75,9 +75,7 @@ extension Database {
                 RETURNING \(Self.licenseColumns)
                 """).first(decoding: License.self)
             guard let updated else { return nil }
-            try await ChangeLog(db: db, outbox: outbox, tenantId: tenantId, now: now).licenseChanged(
-                updated, action: action, actor: actor, details: ["status": status.rawValue], event: status == .revoked ? .licenseRevoked : nil
-            )
+            try await Self.record(ChangeLog(tenantId: tenantId, now: now).statusSet(updated, action: action, actor: actor), on: db, outbox: outbox)
             return updated
         }
     }
@@ -98,7 +96,7 @@ extension Database {
                 RETURNING \(Self.licenseColumns)
                 """).first(decoding: License.self)
             guard let updated else { return nil }
-            try await Self.audit(db, at: now, actor: actor, action: "license.remint", tenantId: tenantId, target: id, details: ["masked_key": maskedKey])
+            try await Self.record(ChangeLog(tenantId: tenantId, now: now).keyReplaced(id, maskedKey: maskedKey, actor: actor), on: db, outbox: nil)
             return updated
         }
     }

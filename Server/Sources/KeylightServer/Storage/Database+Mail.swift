@@ -17,7 +17,9 @@ extension Database {
     func enqueueLicenseMail(tenantId: String, licenseId: String, to: String, now: Int64, actor: AuditActor) async throws {
         try await write { db in
             try await Self.enqueueMail(db, tenantId: tenantId, kind: .license, licenseId: licenseId, to: to, at: now)
-            try await Self.audit(db, at: now, actor: actor, action: "license.email", tenantId: tenantId, target: licenseId, details: ["kind": MailJob.Kind.license.rawValue])
+            try await Self.record(
+                ChangeLog(tenantId: tenantId, now: now).keyMailed(licenseId, actor: actor, kind: MailJob.Kind.license.rawValue), on: db, outbox: nil
+            )
         }
     }
 
@@ -140,9 +142,9 @@ extension Database {
                 WHERE id = \(bind: licenseId) AND tenant_id = \(bind: tenantId) RETURNING \(Self.licenseColumns)
                 """).first(decoding: License.self)
             if license != nil {
-                try await Self.audit(db, at: now, actor: actor, action: "license.customer_email", tenantId: tenantId, target: licenseId, details: [
+                try await Self.record(ChangeLog(tenantId: tenantId, now: now).buyerAddressSet(licenseId, actor: actor, details: [
                     "from": previous ?? "", "to": email,
-                ])
+                ]), on: db, outbox: nil)
             }
             return license
         }

@@ -20,7 +20,12 @@ struct MerchantLedger: Sendable {
     var orderLock: SQLQueryString = ""
     var actor: AuditActor { provider.actor }
     /// Where the audit entries and outbound events of this event's changes go.
-    var changeLog: ChangeLog { ChangeLog(db: db, outbox: outbox, tenantId: tenantId, now: now) }
+    var changeLog: ChangeLog { ChangeLog(tenantId: tenantId, now: now) }
+
+    /// Writes `entry` in this event's transaction.
+    func record(_ entry: ChangeLog.Entry) async throws {
+        try await Database.record(entry, on: db, outbox: outbox)
+    }
 
     // MARK: Catalogue
 
@@ -143,10 +148,10 @@ struct MerchantLedger: Sendable {
         if let mail {
             try await Database.enqueueMail(db, tenantId: tenantId, kind: mail.kind, licenseId: license.id, to: mail.to, at: now)
         }
-        try await changeLog.licenseCreated(license, key: key.text, actor: actor, details: [
+        try await record(changeLog.licenseCreated(license, key: key.text, actor: actor, details: [
             "source": provider.rawValue, "order_id": license.paymentOrderId ?? "", "product_id": license.productId,
             "key_type_id": license.keyTypeId, "masked_key": license.maskedKey, "event": eventId,
-        ])
+        ]))
     }
 
     /// Revokes the order's licenses that are not revoked yet, audited and announced with `reason`.
@@ -157,7 +162,7 @@ struct MerchantLedger: Sendable {
             RETURNING \(Database.licenseColumns)
             """).all(decoding: License.self)
         for license in licenses {
-            try await changeLog.licenseChanged(license, action: "license.revoke", actor: actor, details: ["event": eventId, "reason": reason], event: .licenseRevoked)
+            try await record(changeLog.licenseRevoked(license, actor: actor, details: ["event": eventId, "reason": reason]))
         }
         return !licenses.isEmpty
     }
@@ -207,7 +212,7 @@ struct MerchantLedger: Sendable {
             RETURNING \(Database.licenseColumns)
             """).all(decoding: License.self)
         for license in licenses {
-            try await Database.audit(db, at: now, actor: actor, action: "license.customer_email", tenantId: tenantId, target: license.id, details: ["event": eventId])
+            try await record(changeLog.buyerAddressSet(license.id, actor: actor, details: ["event": eventId]))
             if mail, license.status != .revoked { try await Database.enqueueMail(db, tenantId: tenantId, kind: .license, licenseId: license.id, to: email, at: now) }
         }
         return licenses

@@ -14,7 +14,12 @@ struct StripeLedger: Sendable {
     let outbox: WebhookOutbox?
     let actor = AuditActor("stripe")
     /// Where the audit entries and outbound events of this event's changes go.
-    var changeLog: ChangeLog { ChangeLog(db: db, outbox: outbox, tenantId: tenantId, now: now) }
+    var changeLog: ChangeLog { ChangeLog(tenantId: tenantId, now: now) }
+
+    /// Writes `entry` in this event's transaction.
+    func record(_ entry: ChangeLog.Entry) async throws {
+        try await Database.record(entry, on: db, outbox: outbox)
+    }
 
     // MARK: Checkout sessions
 
@@ -73,7 +78,7 @@ struct StripeLedger: Sendable {
         if let mail {
             try await Database.enqueueMail(db, tenantId: tenantId, kind: mail.kind, licenseId: license.id, to: mail.to, at: now)
         }
-        try await changeLog.licenseCreated(license, key: key.text, actor: actor, details: details.merging(["event": eventId]) { $1 })
+        try await record(changeLog.licenseCreated(license, key: key.text, actor: actor, details: details.merging(["event": eventId]) { $1 }))
     }
 
     /// Which licenses a revocation reaches.
@@ -94,7 +99,7 @@ struct StripeLedger: Sendable {
             WHERE tenant_id = \(bind: tenantId) AND status <> 'revoked' AND \(condition) RETURNING \(Database.licenseColumns)
             """).all(decoding: License.self)
         for license in licenses {
-            try await changeLog.licenseChanged(license, action: "license.revoke", actor: actor, details: ["event": eventId, "reason": reason], event: .licenseRevoked)
+            try await record(changeLog.licenseRevoked(license, actor: actor, details: ["event": eventId, "reason": reason]))
         }
         return !licenses.isEmpty
     }

@@ -54,7 +54,12 @@ struct SubscriptionBook: Sendable {
     let actor: AuditActor
     let kind: Kind
     /// Where the audit entries and outbound events of this event's changes go.
-    var changeLog: ChangeLog { ChangeLog(db: db, outbox: outbox, tenantId: tenantId, now: now) }
+    var changeLog: ChangeLog { ChangeLog(tenantId: tenantId, now: now) }
+
+    /// Writes `entry` in this event's transaction.
+    func record(_ entry: ChangeLog.Entry) async throws {
+        try await Database.record(entry, on: db, outbox: outbox)
+    }
 
     private var table: SQLQueryString {
         switch kind {
@@ -138,24 +143,24 @@ struct SubscriptionBook: Sendable {
     /// Moves the subscription's licenses that expire later than `endedAt` (or never) back to it.
     /// Audited and announced; answers the licenses moved.
     func expireLicenses(_ subscription: String, at endedAt: Int64) async throws -> [License] {
-        try await moveExpiry(subscription, to: endedAt, where: "(expires_at IS NULL OR expires_at > \(bind: endedAt))", action: "license.expire", type: .licenseExpired)
+        try await moveExpiry(subscription, to: endedAt, where: "(expires_at IS NULL OR expires_at > \(bind: endedAt))", renewed: false)
     }
 
     /// Moves the subscription's unrevoked licenses that expire earlier than `paidThrough` (or
     /// have no expiry yet) forward to it. Audited and announced; answers the licenses moved.
     func renewLicenses(_ subscription: String, to paidThrough: Int64) async throws -> [License] {
         try await moveExpiry(subscription, to: paidThrough, where: "status <> 'revoked' AND (expires_at IS NULL OR expires_at < \(bind: paidThrough))",
-                             action: "license.renew", type: .licenseRenewed)
+                             renewed: true)
     }
 
-    private func moveExpiry(_ subscription: String, to expiresAt: Int64, where condition: SQLQueryString, action: String, type: WebhookEventType) async throws -> [License] {
+    private func moveExpiry(_ subscription: String, to expiresAt: Int64, where condition: SQLQueryString, renewed: Bool) async throws -> [License] {
         let licenses = try await db.raw("""
             UPDATE licenses SET expires_at = \(bind: expiresAt), updated_at = \(bind: now)
             WHERE \(licenses(of: subscription)) AND \(condition)
             RETURNING \(Database.licenseColumns)
             """).all(decoding: License.self)
         for license in licenses {
-            try await changeLog.licenseChanged(license, action: action, actor: actor, details: ["event": eventId, "expires_at": String(expiresAt)], event: type)
+            try await record(changeLog.expiryMoved(license, renewed: renewed, actor: actor, details: ["event": eventId, "expires_at": String(expiresAt)]))
         }
         return licenses
     }

@@ -34,7 +34,7 @@ enum LicenseCSV {
 
     static func line(_ license: License, now: Int64) -> String {
         DashboardFormat.csvLine([
-            license.id, license.maskedKey, license.status.rawValue, (license.expiresAt.map { $0 <= now } ?? false) ? "true" : "false",
+            license.id, license.maskedKey, license.status.rawValue, license.isExpired(at: now) ? "true" : "false",
             license.customerEmail ?? "", license.keyTypeId, DashboardFormat.iso(license.expiresAt), String(license.activeInstances),
             DashboardFormat.iso(license.createdAt),
         ])

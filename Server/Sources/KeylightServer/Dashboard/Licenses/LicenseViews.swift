@@ -110,7 +110,7 @@ struct LicenseRow: Sendable {
         maskedKey = license.maskedKey
         keySuffix = String(license.maskedKey.suffix(4))
         status = license.status.rawValue
-        expired = license.expiresAt.map { $0 <= now } ?? false
+        expired = license.isExpired(at: now)
         email = license.customerEmail
         keyTypeId = license.keyTypeId
         expires = license.expiresAt.map(DashboardFormat.time) ?? "never"
