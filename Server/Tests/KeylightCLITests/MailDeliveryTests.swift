@@ -152,9 +152,10 @@ struct MailDeliveryTests {
             database: restored, environment: ["KEYLIGHT_ADMIN_TOKEN": "t", "KEYLIGHT_SMTP_PASSWORD": SMTPServerProcess.password],
             arguments: Self.mailArguments(smtp, tls: "none") + ["--master-key-file", keyFile]
         )
-        // The restored outbox keeps the row's back-off (seconds after a few failed tries), so this
-        // waits longer than a fresh mail would need.
-        let first = try await smtp.waitForMessages(1, limit: .seconds(45))
+        // The restored outbox keeps the row's back-off (1 s doubling per failed try while the first
+        // server ran), so this waits longer than a fresh mail would need: on a loaded machine the
+        // first server lives long enough for a back-off past half a minute.
+        let first = try await smtp.waitForMessages(1, limit: .seconds(100))
         try #require(first.count == 1)
         #expect(try smtp.envelope(first[0])["rcpt_tos"] as? [String] == ["queued@example.com"])
         #expect((try await SMTPServerProcess.read(first[0])["text"] as? String)?.contains(queuedKey) == true)
