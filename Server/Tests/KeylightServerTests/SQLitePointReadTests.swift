@@ -40,7 +40,7 @@ import Testing
 
     @Test func aKeptStatementIsPreparedOnceWhateverItIsBoundTo() async throws {
         try await seeded(12) { database, path, keys in
-            let connection = try #require(SQLiteReadConnection.open(path: path))
+            let connection = try #require(SQLiteKeptConnection.openForReads(path: path))
             defer { connection.close() }
             for key in keys {
                 let query = database.sql.serialize(Database.grantQuery(
@@ -79,7 +79,7 @@ import Testing
 
     @Test func whatIsNotAPlainReadIsRefusedAndChangesNothing() async throws {
         try await seeded(1) { database, path, keys in
-            let connection = try #require(SQLiteReadConnection.open(path: path))
+            let connection = try #require(SQLiteKeptConnection.openForReads(path: path))
             defer { connection.close() }
             #expect(connection.read(sql: "UPDATE licenses SET status = 'revoked'", binds: []) == nil)
             #expect(connection.read(sql: "PRAGMA user_version", binds: []) == nil)
@@ -115,6 +115,6 @@ import Testing
 
     @Test func aFileThatCannotBeOpenedIsNoReader() throws {
         let directory = try temporaryDirectory()
-        #expect(SQLiteReadConnection.open(path: directory.appendingPathComponent("missing/db.sqlite").path) == nil)
+        #expect(SQLiteKeptConnection.openForReads(path: directory.appendingPathComponent("missing/db.sqlite").path) == nil)
     }
 }

@@ -36,7 +36,7 @@ extension Database {
     ) async throws -> ActivationOutcome {
         let lock = lockRows(of: "l")
         let outbox = self.outbox
-        return try await write { db in
+        return try await hotWrite { db in
             guard var grant = try await db.raw(Self.grantQuery(keyHash: keyHash, tenantId: tenantId, productId: productId, instanceId: existingInstanceId, lock: lock))
                 .first(decoding: LicenseGrant.self) else {
                 return .licenseNotFound

@@ -9,7 +9,7 @@ extension Database {
     ) async throws -> DeactivationOutcome {
         let lock = lockRows(of: "licenses")
         let outbox = self.outbox
-        return try await write { db in
+        return try await hotWrite { db in
             var query: SQLQueryString = "SELECT id FROM licenses WHERE tenant_id = \(bind: tenantId) AND product_id = \(bind: productId)"
             if let keyHash { query += " AND key_hash = \(bind: keyHash)" }
             if let licenseId { query += " AND id = \(bind: licenseId)" }

@@ -57,7 +57,7 @@ extension Database {
     func holdSeat(licenseId: String, tenantId: String, instanceId: String, heartbeat: Int, now: Int64) async throws -> Int? {
         let lock = lockRows(of: "licenses")
         let outbox = self.outbox
-        return try await write { db in
+        return try await hotWrite { db in
             guard let inUse = try await db.raw("SELECT active_instances FROM licenses WHERE id = \(bind: licenseId)\(lock)")
                 .first(decodingColumn: "active_instances", as: Int.self) else { return nil }
             let freed = try await Self.expireSeats(db, licenseId: licenseId, tenantId: tenantId, now: now, outbox: outbox)

@@ -10,6 +10,8 @@ public struct Database: Sendable {
     let pointReads: any SQLDatabase
     let capabilities: StorageCapabilities
     private let writerGate: AsyncResourcePool<Void>?
+    /// The hot write transactions' own connection (SQLite files); nil: they take the pool like any write.
+    let hotWriter: SQLiteHotWriter?
     private let closeConnections: @Sendable () async -> Void
     /// Where changes record their webhook events; nil records none.
     private(set) var outbox: WebhookOutbox?
@@ -19,20 +21,22 @@ public struct Database: Sendable {
 
     init(
         sql: any SQLDatabase, pointReads: (any SQLDatabase)? = nil, withoutDeadlines: (any SQLDatabase)? = nil,
-        driver: DriverTraits, close: @escaping @Sendable () async -> Void
+        hotWriter: SQLiteHotWriter? = nil, driver: DriverTraits, close: @escaping @Sendable () async -> Void
     ) {
         self.sql = sql
         self.pointReads = pointReads ?? sql
         self.sqlWithoutDeadlines = withoutDeadlines ?? sql
         self.capabilities = StorageCapabilities(database: sql, driver: driver)
         self.writerGate = capabilities.serializesWritersInProcess ? AsyncResourcePool([()]) : nil
+        // The hot writer's one borrower is whoever holds the gate.
+        self.hotWriter = writerGate == nil ? nil : hotWriter
         self.closeConnections = close
     }
 
     /// The embedded SQLite database at `path`, or in memory when `path` is nil.
     public static func sqlite(path: String?, poolSize: Int = 4, logger: Logger) async throws -> Database {
         let opened = try await SQLiteStorage.open(path: path, poolSize: poolSize, logger: logger)
-        return Database(sql: opened.database, pointReads: opened.pointReads, driver: .sqlite, close: opened.close)
+        return Database(sql: opened.database, pointReads: opened.pointReads, hotWriter: opened.hotWriter, driver: .sqlite, close: opened.close)
     }
 
     /// A PostgreSQL database at `url`, shared with any other server processes using it.
@@ -91,6 +95,20 @@ public struct Database: Sendable {
     /// process's migration lock and may take long on a big table.
     func writeWithoutDeadlines<R: Sendable>(_ body: @escaping @Sendable (any SQLDatabase) async throws -> R) async throws -> R {
         try await write(on: sqlWithoutDeadlines, body)
+    }
+
+    /// ``write(_:)`` for the hot, short transactions (activate, deactivate, a floating seat's
+    /// heartbeat): on an SQLite file the whole transaction runs as one job on the writer thread from kept
+    /// statements (``SQLiteHotWriter``), falling back to the pool when another process holds the
+    /// lock. `body` must be short and touch only the database it is given: it may run twice (once
+    /// rolled back).
+    func hotWrite<R: Sendable>(_ body: @escaping @Sendable (any SQLDatabase) async throws -> R) async throws -> R {
+        guard let hotWriter, let writerGate else { return try await write(body) }
+        let (sql, logger, eventLoop) = (self.sql, self.sql.logger, self.sql.eventLoop)
+        return try await writerGate.withResource { _ in
+            if case .done(let result) = try await hotWriter.transaction(logger: logger, eventLoop: eventLoop, body) { return result }
+            return try await transaction(on: sql, body)
+        }
     }
 
     private func write<R: Sendable>(on sql: any SQLDatabase, _ body: @escaping @Sendable (any SQLDatabase) async throws -> R) async throws -> R {

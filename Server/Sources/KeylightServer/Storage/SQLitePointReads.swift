@@ -9,7 +9,7 @@ import SQLiteKit
 /// transaction goes through the ordinary pool, and so does any read this path cannot answer.
 ///
 /// Only for point reads by key: a statement that scans would hold the caller's thread.
-struct SQLitePointReadDatabase: SQLDatabase {
+struct SQLitePointReadDatabase: SQLiteDatabaseDefaults {
     let readers: SQLitePointReaders
     /// The pool: sessions, and reads the readers refused.
     let fallback: any SQLDatabase
@@ -23,13 +23,6 @@ struct SQLitePointReadDatabase: SQLDatabase {
 
     var logger: Logger { fallback.logger }
     var eventLoop: any EventLoop { fallback.eventLoop }
-    var dialect: any SQLDialect { fallback.dialect }
-    var version: (any SQLDatabaseReportedVersion)? { nil }
-    var queryLogLevel: Logger.Level? { nil }
-
-    func execute(sql query: any SQLExpression, _ onRow: @escaping @Sendable (any SQLRow) -> Void) -> EventLoopFuture<Void> {
-        eventLoop.makeFutureWithTask { try await self.execute(sql: query, onRow) }
-    }
 
     func execute(sql query: any SQLExpression, _ onRow: @escaping @Sendable (any SQLRow) -> Void) async throws {
         let (sql, binds) = serialize(query)
@@ -55,7 +48,7 @@ final class SQLitePointReaders: Sendable {
     private let state = NIOLockedValueBox(State())
 
     private struct State {
-        var idle: [SQLiteReadConnection] = []
+        var idle: [SQLiteKeptConnection] = []
         var open = 0
         var closed = false
     }
@@ -88,12 +81,12 @@ final class SQLitePointReaders: Sendable {
     var openConnections: Int { state.withLockedValue { $0.open } }
 
     private enum Lending {
-        case idle(SQLiteReadConnection)
+        case idle(SQLiteKeptConnection)
         case openOne
         case none
     }
 
-    private func borrow() -> SQLiteReadConnection? {
+    private func borrow() -> SQLiteKeptConnection? {
         let lending = state.withLockedValue { state -> Lending in
             if state.closed { return .none }
             if let connection = state.idle.popLast() { return .idle(connection) }
@@ -105,13 +98,13 @@ final class SQLitePointReaders: Sendable {
         case .idle(let connection): return connection
         case .none: return nil
         case .openOne:
-            if let connection = SQLiteReadConnection.open(path: path) { return connection }
+            if let connection = SQLiteKeptConnection.openForReads(path: path) { return connection }
             state.withLockedValue { $0.open -= 1 }
             return nil
         }
     }
 
-    private func giveBack(_ connection: SQLiteReadConnection) {
+    private func giveBack(_ connection: SQLiteKeptConnection) {
         let closing = state.withLockedValue { state in
             if state.closed {
                 state.open -= 1
@@ -124,7 +117,7 @@ final class SQLitePointReaders: Sendable {
     }
 }
 
-/// A row of ``SQLiteReadConnection``, decoded exactly as sqlite-kit decodes the pool's rows.
+/// A row of ``SQLiteKeptConnection``, decoded exactly as sqlite-kit decodes the pool's rows.
 struct SQLiteReadRow: SQLRow {
     let columns: SQLiteColumnNames
     let values: [SQLiteData]

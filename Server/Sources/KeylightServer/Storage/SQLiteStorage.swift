@@ -12,7 +12,9 @@ enum SQLiteStorage {
     ///
     /// An in-memory database lives in one connection (SQLite gives each `:memory:` connection
     /// its own database), so its pool has one connection.
-    static func open(path: String?, poolSize: Int, logger: Logger) async throws -> (database: any SQLDatabase, pointReads: (any SQLDatabase)?, close: @Sendable () async -> Void) {
+    static func open(path: String?, poolSize: Int, logger: Logger) async throws -> (
+        database: any SQLDatabase, pointReads: (any SQLDatabase)?, hotWriter: SQLiteHotWriter?, close: @Sendable () async -> Void
+    ) {
         if let path, !FileManager.default.fileExists(atPath: path) {
             // Customer emails live here: create the file owner-only. SQLite gives its -wal and
             // -shm files the database file's permissions.
@@ -64,13 +66,16 @@ enum SQLiteStorage {
         // A file's point reads get connections of their own, one per thread that may read at
         // once (an in-memory database exists only inside its one pooled connection).
         let readers = path.map { SQLitePointReaders(path: $0, limit: System.coreCount + 2) }
+        // And the hot write transactions one of their own, on a thread of its own.
+        let hotWriter = path.map { SQLiteHotWriter(path: $0) }
         let close: @Sendable () async -> Void = {
             readers?.close()
+            hotWriter?.close()
             let idle = pool.close()
             await closeAll(idle)
             await closed(idle.count)
         }
-        return (database, readers.map { SQLitePointReadDatabase(readers: $0, fallback: database) }, close)
+        return (database, readers.map { SQLitePointReadDatabase(readers: $0, fallback: database) }, hotWriter, close)
     }
 }
 
@@ -84,19 +89,10 @@ private func closeAll(_ connections: [SQLiteConnection]) async {
 
 /// An `SQLDatabase` over the pool: each statement borrows any connection; `withSession` holds
 /// one connection exclusively, which is what makes a transaction a transaction.
-struct PooledSQLiteDatabase: SQLDatabase {
+struct PooledSQLiteDatabase: SQLiteDatabaseDefaults {
     let pool: AsyncResourcePool<SQLiteConnection>
     let logger: Logger
     let eventLoop: any EventLoop
-
-    var dialect: any SQLDialect { SQLiteDialect() }
-    var version: (any SQLDatabaseReportedVersion)? { nil }
-    /// Statements are never logged with their binds: they carry key hashes and sealed secrets.
-    var queryLogLevel: Logger.Level? { nil }
-
-    func execute(sql query: any SQLExpression, _ onRow: @escaping @Sendable (any SQLRow) -> Void) -> EventLoopFuture<Void> {
-        eventLoop.makeFutureWithTask { try await self.execute(sql: query, onRow) }
-    }
 
     func execute(sql query: any SQLExpression, _ onRow: @escaping @Sendable (any SQLRow) -> Void) async throws {
         try await pool.withResource { connection in

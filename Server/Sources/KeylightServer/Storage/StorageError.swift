@@ -30,6 +30,7 @@ public struct StorageError: Error, Hashable, Sendable, CustomStringConvertible {
     /// True when `error` is the database refusing a duplicate under a UNIQUE or PRIMARY KEY
     /// constraint. Each driver spells this differently; this is the one place that knows how.
     static func isUniqueViolation(_ error: any Error) -> Bool {
+        if let error = error as? SQLiteStatementError { return error.isUniqueViolation }
         if let error = error as? SQLiteError {
             switch error.reason {
             case .constraintUniqueFailed, .constraintPrimaryKeyFailed, .constraintUniqueRowIDFailed: return true
@@ -45,6 +46,7 @@ public struct StorageError: Error, Hashable, Sendable, CustomStringConvertible {
     /// True when `error` means the database cannot be reached right now (closed, locked past
     /// the busy timeout, connection lost): worth a 503 and a retry, not a 500.
     static func isUnavailable(_ error: any Error) -> Bool {
+        if let error = error as? SQLiteStatementError { return error.isBusy || error.isUnavailable }
         if let error = error as? StorageError { return error == .closed || error == .timedOut || error == .connectionLost }
         if let error = error as? SQLiteError {
             switch error.reason {

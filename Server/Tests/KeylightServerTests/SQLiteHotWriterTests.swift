@@ -1,0 +1,150 @@
+import Foundation
+import KeylightCore
+@testable import KeylightServer
+import SQLKit
+import SQLiteKit
+import NIOConcurrencyHelpers
+import Testing
+
+/// The hot write transactions of an SQLite file (issue 39): run as one job on a writer thread of
+/// their own from kept statements, committed as the pool would commit them, and handed to the pool when another
+/// connection holds SQLite's lock.
+@Suite(.timeLimit(.minutes(2))) struct SQLiteHotWriterTests {
+    typealias Conformance = StorageConformanceTests
+
+    private func migrated(_ body: (Database, String) async throws -> Void) async throws {
+        let path = try ConcurrencyTests.databaseFile()
+        let database = try await Database.sqlite(path: path, logger: Harness.logger)
+        do {
+            _ = try await database.migrate(logger: Harness.logger)
+            try await Conformance.catalog(database, limit: 2)
+            try await body(database, path)
+        } catch {
+            await database.close()
+            throw error
+        }
+        await database.close()
+    }
+
+    @Test func activationsRunOnTheKeptConnectionFromStatementsPreparedOnce() async throws {
+        try await migrated { database, _ in
+            let writer = try #require(database.hotWriter)
+            var outcomes: [String] = []
+            for _ in 0..<20 {
+                let (_, key) = try await Conformance.license(database)
+                for machine in ["a", "b", "c", "a"] {
+                    switch try await Conformance.activate(database, key, machine: machine) {
+                    case .activated: outcomes.append("activated")
+                    case .existing: outcomes.append("existing")
+                    case .limitReached: outcomes.append("limit")
+                    default: outcomes.append("other")
+                    }
+                }
+            }
+            // Two seats: a and b take them, c is refused, a again is its own seat.
+            #expect(outcomes == Array(repeating: ["activated", "activated", "limit", "existing"], count: 20).flatMap { $0 })
+            #expect(writer.counts.committed == 80 && writer.counts.handedToPool == 0)
+            // The same few statements, whatever they were bound to: prepared once each.
+            let prepared = try #require(writer.preparations)
+            #expect(prepared > 0 && prepared <= 12, "\(prepared) statements prepared for 80 activations")
+            // What it committed is what the pool reads.
+            let active = try await database.sql.raw("SELECT COUNT(*) AS n FROM instances WHERE active").first(decodingColumn: "n", as: Int.self)
+            #expect(active == 40)
+            let counters = try await database.sql.raw("SELECT SUM(active_instances) AS n FROM licenses").first(decodingColumn: "n", as: Int.self)
+            #expect(counters == 40)
+        }
+    }
+
+    @Test func aLockHeldElsewhereHandsTheTransactionToThePool() async throws {
+        try await migrated { database, path in
+            let writer = try #require(database.hotWriter)
+            let (_, key) = try await Conformance.license(database)
+            // Another connection (another process, as far as SQLite knows) holds the write lock.
+            let other = try #require(SQLiteKeptConnection.openForWrites(path: path))
+            try other.execute("BEGIN IMMEDIATE")
+            let released = Task {
+                try await Task.sleep(for: .milliseconds(300))
+                try other.execute("COMMIT")
+            }
+            // The hot path meets SQLITE_BUSY at once and hands over; the pool waits out the lock.
+            guard case .activated = try await Conformance.activate(database, key, machine: "m") else {
+                Issue.record("not activated")
+                return
+            }
+            try await released.value
+            other.close()
+            #expect(writer.counts.handedToPool == 1 && writer.counts.committed == 0)
+            // Afterwards the kept connection takes the next one.
+            guard case .activated = try await Conformance.activate(database, key, machine: "n") else {
+                Issue.record("not activated")
+                return
+            }
+            #expect(writer.counts.committed == 1)
+        }
+    }
+
+    @Test func aFailingStatementRollsTheWholeTransactionBack() async throws {
+        try await migrated { database, _ in
+            let writer = try #require(database.hotWriter)
+            await #expect(throws: SQLiteStatementError.self) {
+                try await database.hotWrite { db in
+                    try await db.raw("UPDATE key_types SET activation_limit = 99").run()
+                    try await db.raw("INSERT INTO tenants (id, name, created_at) VALUES ('acme', 'again', 0)").run()
+                }
+            }
+            let limit = try await database.sql.raw("SELECT activation_limit FROM key_types").first(decodingColumn: "activation_limit", as: Int.self)
+            #expect(limit == 2)
+            #expect(writer.counts.committed == 0 && writer.counts.handedToPool == 0)
+            // A unique violation reads as one, as the pool's does (activation retries on it).
+            do {
+                try await database.hotWrite { db in
+                    try await db.raw("INSERT INTO tenants (id, name, created_at) VALUES ('acme', 'again', 0)").run()
+                }
+                Issue.record("the duplicate tenant was inserted")
+            } catch {
+                #expect(StorageError.isUniqueViolation(error), "\(error)")
+            }
+        }
+    }
+
+    @Test func theTransactionRunsOnTheWriterThreadNotTheCallers() async throws {
+        try await migrated { database, _ in
+            let names = try await database.hotWrite { db in
+                try await db.raw("UPDATE key_types SET activation_limit = 3").run()
+                let during = currentThreadName() ?? ""
+                try await db.raw("UPDATE key_types SET activation_limit = 4").run()
+                return [during, currentThreadName() ?? ""]
+            }
+            // Both statements, and everything between them, on the one writer thread.
+            #expect(names == ["sqlite-writer", "sqlite-writer"])
+            #expect(currentThreadName() != "sqlite-writer")
+            #expect(database.hotWriter?.counts.committed == 1)
+        }
+    }
+
+    @Test func theWriterThreadRunsEveryJobIncludingOnesAfterItWasStopped() async throws {
+        let executor = WriterThreadExecutor(name: "test-writer")
+        let names = LockedNames()
+        await withTaskGroup(of: Void.self) { group in
+            for _ in 0..<50 {
+                group.addTask { await executor.run { names.append(currentThreadName()) } }
+            }
+        }
+        #expect(names.values == Array(repeating: "test-writer", count: 50))
+        executor.stop()
+        // A job after stop() still runs (on a thread that ends once it has).
+        let name = await executor.run { currentThreadName() }
+        #expect(name == "test-writer")
+    }
+}
+
+/// The running thread's name (`Thread.current` is not for async code, where it may change at
+/// any suspension; a synchronous call reads it where it runs).
+private func currentThreadName() -> String? { Thread.current.name }
+
+/// Names appended from whichever thread ran them.
+private final class LockedNames: Sendable {
+    private let box = NIOLockedValueBox<[String?]>([])
+    func append(_ value: String?) { box.withLockedValue { $0.append(value) } }
+    var values: [String?] { box.withLockedValue { $0 } }
+}
