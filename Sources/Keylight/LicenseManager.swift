@@ -186,7 +186,11 @@ public final class LicenseManager {
     /// empty state written then would erase the license — and the read is retried on a timer.
     func loadStoredState() -> Bool {
         do {
-            stored = try PersistedState.load(from: configuration.store)
+            let (state, isCompact) = try PersistedState.loadReportingLayout(from: configuration.store)
+            stored = state
+            storeLocked = false
+            // An earlier SDK's JSON: read once, kept in the compact layout from now on.
+            if !isCompact { persist() }
         } catch let error as KeylightError where error.code == KeylightError.storageLocked.code {
             lastError = error
             storeLocked = true

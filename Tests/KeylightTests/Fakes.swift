@@ -148,6 +148,16 @@ final class FakeServer: Transport, @unchecked Sendable {
 enum Fixture {
     static let key = "ACME-AB12-CD34-EF56-GH78"
 
+    /// A manager that launched and activated ``key`` on `server`, keeping its state in `store`.
+    @MainActor
+    static func activated(server: FakeServer, store: any SecureStore) async throws -> LicenseManager {
+        let manager = Fixture.manager(server: server, store: store)
+        await manager.checkOnLaunch()
+        await manager.waitUntilIdle()
+        try await manager.activate(key: key)
+        return manager
+    }
+
     @MainActor
     static func manager(
         server: FakeServer, store: any SecureStore = InMemoryStore(), trialDaysSeed: Int = 0, trusted: [String: Curve25519.Signing.PublicKey]? = nil,

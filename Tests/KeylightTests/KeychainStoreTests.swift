@@ -207,7 +207,7 @@ enum KeylightStoreFactory {
         #expect(manager.state == .licensed)
         #expect(manager.instanceId == "instance-1")
         keychain.locked = false
-        #expect(try store.data(for: PersistedState.storeKey).map { try JSONDecoder().decode(PersistedState.self, from: $0).licenseKey } == (try JSONDecoder().decode(PersistedState.self, from: kept)).licenseKey)
+        #expect(try store.data(for: PersistedState.storeKey).map { try PersistedState.decode($0).state.licenseKey } == (try PersistedState.decode(kept).state.licenseKey))
     }
 
     @Test func aCorruptItemStartsAfreshInsteadOfNeverLaunching() async throws {
@@ -220,6 +220,6 @@ enum KeylightStoreFactory {
         #expect(manager.state == .trial(daysLeft: 14))
         // The unreadable item was replaced by a readable one.
         let data = try #require(try KeylightStoreFactory.store(keychain).data(for: PersistedState.storeKey))
-        #expect((try? JSONDecoder().decode(PersistedState.self, from: data)) != nil)
+        #expect((try? PersistedState.decode(data)) != nil)
     }
 }

@@ -6,12 +6,15 @@ import KeylightServer
 import Logging
 import NIOConcurrencyHelpers
 import NIOCore
+import NIOPosix
 
-/// Validate and activate throughput on SQLite vs PostgreSQL, and on PostgreSQL with one vs two
-/// server processes, in one run. Server processes are this executable re-launched as
-/// `keylight-bench serve-child`; with two, wrk's threads are spread over both.
+/// Validate and activate throughput on SQLite vs PostgreSQL, and on PostgreSQL with one vs
+/// `--processes` server processes (the scale-out figure), in one run. Server processes are this
+/// executable re-launched as `keylight-bench serve-child`; with several, wrk's threads are
+/// spread over them. Each run also reports CPU per request: each server process's, and
+/// PostgreSQL's (every `postgres` process on the machine) with its share of the total.
 struct DatabaseBenchmarks: AsyncParsableCommand {
-    static let configuration = CommandConfiguration(commandName: "databases", abstract: "SQLite vs PostgreSQL, 1 vs 2 processes (needs wrk and PostgreSQL).")
+    static let configuration = CommandConfiguration(commandName: "databases", abstract: "SQLite vs PostgreSQL, 1 vs several processes (needs wrk and PostgreSQL).")
 
     @Option(help: "Seconds per wrk run.")
     var seconds = 8
@@ -21,6 +24,9 @@ struct DatabaseBenchmarks: AsyncParsableCommand {
 
     @Option(help: "Licenses (one active instance each) that validate cycles through.")
     var licenses = 1_000
+
+    @Option(help: "Server processes sharing PostgreSQL in the scale-out run.")
+    var processes = 3
 
     @Option(help: "PostgreSQL server URL (default: KEYLIGHT_DATABASE_URL or KEYLIGHT_TEST_POSTGRES_URL); a fresh database is created on it per run.")
     var postgresURL: String?
@@ -37,7 +43,8 @@ struct DatabaseBenchmarks: AsyncParsableCommand {
         logger.logLevel = .critical
         let ledger = FailureLedger()
 
-        for (name, processes) in [("sqlite", 1), ("postgres", 1), ("postgres", 2)] {
+        var validateRate: [Int: Double] = [:]
+        for (name, processes) in [("sqlite", 1), ("postgres", 1), ("postgres", max(2, self.processes))] {
             let target: [String]
             let database: Database
             if name == "sqlite" {
@@ -59,24 +66,50 @@ struct DatabaseBenchmarks: AsyncParsableCommand {
             // one histogram of every request rather than from per-process figures.
             let ports = children.map(\.port)
             let load = Wrk(threads: max(2, processes), connections: connections, seconds: seconds, directory: directory, ledger: ledger)
-            let validate = try await load.run(
-                url: "http://127.0.0.1:\(ports[0])/bench/app/validate", script: WrkScripts.spread(WrkScripts.validate, over: ports),
-                name: "validate-\(name)-\(processes)", arguments: [seeded.pairs.path, seeded.sdkKey, "", ""]
-            )
-            let activate = try await load.run(
-                url: "http://127.0.0.1:\(ports[0])/bench/app/activate", script: WrkScripts.spread(WrkScripts.activate, over: ports),
-                name: "activate-\(name)-\(processes)", arguments: [seeded.pairs.path, seeded.sdkKey]
-            )
-            for (action, result) in [("validate", validate), ("activate", activate)] {
+            // CPU of each server process and of PostgreSQL across each wrk run.
+            func measured(_ run: () async throws -> Wrk.Result) async throws -> (Wrk.Result, [Double], Double) {
+                let serversBefore = children.map { ProcessCPU.seconds(pid: $0.process.processIdentifier) ?? 0 }
+                let postgresBefore = ProcessCPU.seconds(command: "postgres")
+                let result = try await run()
+                let servers = zip(children, serversBefore).map { (ProcessCPU.seconds(pid: $0.process.processIdentifier) ?? 0) - $1 }
+                return (result, servers, ProcessCPU.seconds(command: "postgres") - postgresBefore)
+            }
+            let validate = try await measured {
+                try await load.run(
+                    url: "http://127.0.0.1:\(ports[0])/bench/app/validate", script: WrkScripts.spread(WrkScripts.validate, over: ports),
+                    name: "validate-\(name)-\(processes)", arguments: [seeded.pairs.path, seeded.sdkKey, "", ""]
+                )
+            }
+            let activate = try await measured {
+                try await load.run(
+                    url: "http://127.0.0.1:\(ports[0])/bench/app/activate", script: WrkScripts.spread(WrkScripts.activate, over: ports),
+                    name: "activate-\(name)-\(processes)", arguments: [seeded.pairs.path, seeded.sdkKey]
+                )
+            }
+            if name == "postgres" { validateRate[processes] = validate.0.requestsPerSecond }
+            for (action, (result, servers, postgres)) in [("validate", validate), ("activate", activate)] {
                 // Each process's own count, from its metrics: a spread that left one idle would
                 // make the two-process figure a one-process figure.
                 var served: [Int] = []
                 for port in ports { served.append(try await Self.served(port: port, metric: action == "validate" ? "keylight_validations_total" : "keylight_activations_total")) }
                 if served.contains(0) { ledger.record("\(action) \(name) x\(processes): a process served nothing (\(served))") }
+                let requests = Double(max(result.requests, 1))
+                let perProcess = zip(servers, served).map { cpu, count in String(format: "%.1f", cpu * 1e6 / Double(max(count, 1))) }
+                let serverTotal = servers.reduce(0, +)
+                let share = postgres / max(serverTotal + postgres, 1e-9)
                 print(#"{"benchmark":"databases.\#(action)","database":"\#(name)","processes":\#(processes),"ops_per_sec":\#(String(format: "%.1f", result.requestsPerSecond)),"# +
-                      #""p50_ms":\#(String(format: "%.3f", result.p50ms)),"p99_ms":\#(String(format: "%.3f", result.p99ms)),"requests":\#(result.requests),"served_per_process":\#(served),"errors":\#(result.errors),"non_2xx":\#(result.non2xx)}"#)
+                      #""p50_ms":\#(String(format: "%.3f", result.p50ms)),"p99_ms":\#(String(format: "%.3f", result.p99ms)),"requests":\#(result.requests),"served_per_process":\#(served),"# +
+                      #""server_cpu_us_per_request":\#(String(format: "%.1f", serverTotal * 1e6 / requests)),"server_cpu_us_per_request_by_process":[\#(perProcess.joined(separator: ","))],"# +
+                      #""postgres_cpu_us_per_request":\#(String(format: "%.1f", postgres * 1e6 / requests)),"postgres_cpu_share":\#(String(format: "%.3f", share)),"# +
+                      #""errors":\#(result.errors),"non_2xx":\#(result.non2xx)}"#)
             }
             await database.close()
+        }
+        let scaled = max(2, processes)
+        if let one = validateRate[1], let many = validateRate[scaled] {
+            // On 2 cores expect no gain: the processes, wrk and PostgreSQL share the same cores.
+            print(#"{"benchmark":"databases.scale_out","processes":\#(scaled),"validate_ops_per_sec_one":\#(String(format: "%.1f", one)),"# +
+                  #""validate_ops_per_sec_many":\#(String(format: "%.1f", many)),"ratio":\#(String(format: "%.3f", many / one)),"cores":\#(System.coreCount)}"#)
         }
         try ledger.check("databases")
     }
@@ -118,7 +151,7 @@ struct ServeChild: AsyncParsableCommand {
             // Unbuffered: the parent reads this line from a pipe while the server runs.
             FileHandle.standardOutput.write(Data("listening on \(channel.localAddress?.port ?? 0)\n".utf8))
         }
-        try await server.application.runService()
+        try await EventLoopExecutor.singleton.run { try await server.application.runService() }
     }
 }
 

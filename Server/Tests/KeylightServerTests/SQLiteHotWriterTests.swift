@@ -1,3 +1,4 @@
+import Crypto
 import Foundation
 import KeylightCore
 @testable import KeylightServer
@@ -47,11 +48,38 @@ import Testing
             // The same few statements, whatever they were bound to: prepared once each.
             let prepared = try #require(writer.preparations)
             #expect(prepared > 0 && prepared <= 12, "\(prepared) statements prepared for 80 activations")
+            // Nor prepared again behind our back (a plan that looked at a bound value is).
+            #expect(writer.repreparedStatements == [:])
             // What it committed is what the pool reads.
             let active = try await database.sql.raw("SELECT COUNT(*) AS n FROM instances WHERE active").first(decodingColumn: "n", as: Int.self)
             #expect(active == 40)
             let counters = try await database.sql.raw("SELECT SUM(active_instances) AS n FROM licenses").first(decodingColumn: "n", as: Int.self)
             #expect(counters == 40)
+        }
+    }
+
+    @Test func webhookEventsAreRecordedFromKeptStatementsOnlyForSubscribers() async throws {
+        try await migrated { plain, _ in
+            let database = plain.recordingWebhooks(sealer: SecretSealer(key: SymmetricKey(size: .bits256)))
+            let writer = try #require(database.hotWriter)
+            // No endpoint yet: an activation records nothing.
+            let (_, first) = try await Conformance.license(database)
+            guard case .activated = try await Conformance.activate(database, first, machine: "m0") else { Issue.record("not activated"); return }
+            let endpoint = WebhookEndpoint(
+                id: "we_1", tenantId: "acme", url: "https://hooks.example/in", sealedSecret: "x", events: ",instance.activated,",
+                enabled: true, disabledReason: nil, createdAt: 1, updatedAt: 1
+            )
+            try await database.insertWebhookEndpoint(endpoint, actor: .system)
+            for index in 0..<30 {
+                let (_, key) = try await Conformance.license(database)
+                guard case .activated = try await Conformance.activate(database, key, machine: "m\(index)") else { Issue.record("not activated"); return }
+            }
+            let deliveries = try await database.sql.raw("SELECT COUNT(*) AS n FROM webhook_deliveries WHERE event_type = 'instance.activated'")
+                .first(decodingColumn: "n", as: Int.self)
+            #expect(deliveries == 30)
+            // The event type is never a bound LIKE pattern: SQLite would prepare that statement
+            // again on every activation.
+            #expect(writer.repreparedStatements == [:])
         }
     }
 

@@ -61,18 +61,22 @@ struct PersistedState: Codable, Equatable, Sendable {
     static let storeKey = "state"
 
     static func load(from store: any SecureStore) throws -> PersistedState {
-        guard let data = try store.data(for: storeKey) else { return PersistedState() }
+        try loadReportingLayout(from: store).state
+    }
+
+    /// The kept state, and whether it was kept in the current (compact) layout: a state an
+    /// earlier SDK wrote as JSON is rewritten once it has been read.
+    static func loadReportingLayout(from store: any SecureStore) throws -> (state: PersistedState, isCompact: Bool) {
+        guard let data = try store.data(for: storeKey) else { return (PersistedState(), true) }
         do {
-            return try JSONDecoder().decode(PersistedState.self, from: data)
+            return try decode(data)
         } catch {
             throw KeylightError.storage("stored license state is unreadable")
         }
     }
 
     func save(to store: any SecureStore) throws {
-        let encoder = JSONEncoder()
-        encoder.outputFormatting = [.sortedKeys]
-        try store.set(try encoder.encode(self), for: Self.storeKey)
+        try store.set(compactEncoded(), for: Self.storeKey)
     }
 
     /// Forgets the license (deactivation); keeps the trial clock, the config and `lastSeen`.

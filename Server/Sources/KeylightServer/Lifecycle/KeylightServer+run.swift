@@ -22,7 +22,8 @@ extension KeylightServer {
             logger: logger
         )
         configuration.maximumGracefulShutdownDuration = shutdownTimeout
-        try await ServiceGroup(configuration: configuration).run()
+        // Request handlers on the event loops that read their requests.
+        try await EventLoopExecutor.singleton.run { try await ServiceGroup(configuration: configuration).run() }
         let lost = unwritten.current
         if !lost.isEmpty {
             logger.error("shut down with buffered writes not written", metadata: [

@@ -18,7 +18,7 @@ extension Database {
     /// The license (and optionally one of its instances) by key hash, within one product.
     func grant(keyHash: String, tenantId: String, productId: String, instanceId: String?) async throws -> LicenseGrant? {
         try await pointReads.raw(Self.grantQuery(keyHash: keyHash, tenantId: tenantId, productId: productId, instanceId: instanceId, lock: ""))
-            .first(decoding: LicenseGrant.self)
+            .firstGrant()
     }
 
     /// Activates one instance, or finds the one this machine already has.
@@ -38,7 +38,7 @@ extension Database {
         let outbox = self.outbox
         return try await hotWrite { db in
             guard var grant = try await db.raw(Self.grantQuery(keyHash: keyHash, tenantId: tenantId, productId: productId, instanceId: existingInstanceId, lock: lock))
-                .first(decoding: LicenseGrant.self) else {
+                .firstGrant() else {
                 return .licenseNotFound
             }
             if let reason = refusal(grant) { return .refused(reason, grant: grant) }

@@ -40,7 +40,7 @@ extension Database {
     /// nil when no license has that key.
     func activeInstances(keyHash: String, tenantId: String, productId: String) async throws -> (LicenseGrant, [Instance])? {
         guard let grant = try await sql.raw(Self.grantQuery(keyHash: keyHash, tenantId: tenantId, productId: productId, instanceId: nil, lock: ""))
-            .first(decoding: LicenseGrant.self) else { return nil }
+            .firstGrant() else { return nil }
         let instances = try await sql.raw("""
             SELECT \(Self.instanceColumns) FROM instances WHERE license_id = \(bind: grant.licenseId) AND active ORDER BY activated_at, id
             """).all(decoding: Instance.self)

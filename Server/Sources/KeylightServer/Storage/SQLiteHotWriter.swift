@@ -31,6 +31,9 @@ final class SQLiteHotWriter: Sendable {
     /// Statements the kept connection has prepared (each distinct statement once), if it is open and idle.
     var preparations: Int? { state.withLockedValue { $0.idle?.preparations } }
 
+    /// Kept statements SQLite had to prepare again, if the connection is open and idle.
+    var repreparedStatements: [String: Int]? { state.withLockedValue { $0.idle?.repreparedStatements } }
+
     /// Whether the transaction ran here, and its result.
     enum Outcome<R> {
         case done(R)

@@ -131,6 +131,14 @@ final class SQLiteKeptConnection: @unchecked Sendable {
         statements.values.reduce(0) { $0 + Int(sqlite_nio_sqlite3_stmt_status($1.statement, SQLITE_STMTSTATUS_REPREPARE, 0)) }
     }
 
+    /// The kept statements SQLite prepared again, and how often (see ``repreparations``).
+    var repreparedStatements: [String: Int] {
+        statements.compactMapValues { prepared in
+            let count = Int(sqlite_nio_sqlite3_stmt_status(prepared.statement, SQLITE_STMTSTATUS_REPREPARE, 0))
+            return count == 0 ? nil : count
+        }
+    }
+
     /// Finalizes every statement and closes the handle. The connection is unusable afterwards.
     func close() {
         for prepared in statements.values { sqlite_nio_sqlite3_finalize(prepared.statement) }

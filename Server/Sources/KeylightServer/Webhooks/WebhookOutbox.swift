@@ -10,8 +10,18 @@ struct WebhookOutbox: Sendable {
     static func secretContext(endpointId: String) -> String { "keylight.webhook.endpoint.\(endpointId)" }
 
     /// One pending delivery per enabled endpoint of the tenant that takes this event type; no
-    /// rows (and one cheap statement) when the tenant has none.
+    /// rows, and only one cheap statement, when the tenant has none: the payload is encoded and
+    /// sealed only for a subscriber (that was about a twentieth of an activation's CPU).
+    ///
+    /// The event type is matched as `'%,' || ? || ',%'`, not as a bound pattern: SQLite plans a
+    /// `LIKE ?` for the value bound, so a kept statement was prepared again on every use.
     func enqueue(_ event: WebhookEvent, on db: any SQLDatabase) async throws {
+        let subscribed = try await db.raw("""
+            SELECT 1 AS one FROM webhook_endpoints e
+            WHERE e.tenant_id = \(bind: event.tenant_id) AND e.enabled AND e.events LIKE '%,' || \(bind: event.type.rawValue) || ',%'
+            LIMIT 1
+            """).first()
+        guard subscribed != nil else { return }
         let encoder = JSONEncoder()
         encoder.outputFormatting = [.sortedKeys, .withoutEscapingSlashes]
         let payload = try encoder.encode(event)
@@ -21,7 +31,7 @@ struct WebhookOutbox: Sendable {
             SELECT CAST(\(bind: event.id + ":") AS TEXT) || e.id, e.id, e.tenant_id, \(bind: event.id), \(bind: event.type.rawValue),
                    \(bind: sealed), 'pending', 0, \(bind: event.created_at), 0, \(bind: event.created_at)
             FROM webhook_endpoints e
-            WHERE e.tenant_id = \(bind: event.tenant_id) AND e.enabled AND e.events LIKE \(bind: "%," + event.type.rawValue + ",%")
+            WHERE e.tenant_id = \(bind: event.tenant_id) AND e.enabled AND e.events LIKE '%,' || \(bind: event.type.rawValue) || ',%'
             """).run()
     }
 }
