@@ -10,4 +10,9 @@ struct Keylight: AsyncParsableCommand {
         subcommands: [ServeCommand.self, MigrateCommand.self, BackupCommand.self, RestoreCommand.self, HealthCommand.self, AdminCommand.self, TrustCommand.self, ClientCommand.self, KeysCommand.self, LeaseCommand.self, LicenseKeyCommand.self]
     )
 
+    static func main() async {
+        // Before any task runs: request handlers then run on the event loops (see EventLoopExecutor).
+        EventLoopExecutor.adopt()
+        await main(nil)
+    }
 }

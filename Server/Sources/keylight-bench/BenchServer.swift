@@ -34,8 +34,7 @@ struct BenchServer: Sendable {
         // The stream ends with run(), so a server that fails before listening ends the wait.
         let task = Task {
             defer { portContinuation.finish() }
-            // As `keylight serve` runs it (KeylightServer.run): handlers on the event loops.
-            try await EventLoopExecutor.singleton.run { try await server.application.run() }
+            try await server.application.run()
         }
         var iterator = ports.makeAsyncIterator()
         guard let port = await iterator.next() else {

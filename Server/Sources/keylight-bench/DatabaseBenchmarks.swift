@@ -66,32 +66,35 @@ struct DatabaseBenchmarks: AsyncParsableCommand {
             // one histogram of every request rather than from per-process figures.
             let ports = children.map(\.port)
             let load = Wrk(threads: max(2, processes), connections: connections, seconds: seconds, directory: directory, ledger: ledger)
-            // CPU of each server process and of PostgreSQL across each wrk run.
-            func measured(_ run: () async throws -> Wrk.Result) async throws -> (Wrk.Result, [Double], Double) {
-                let serversBefore = children.map { ProcessCPU.seconds(pid: $0.process.processIdentifier) ?? 0 }
+            // Across each wrk run: each process's CPU and requests served (from its metrics, so
+            // seeding is not counted; a spread that left one idle would make the many-process
+            // figure a one-process figure), and PostgreSQL's CPU.
+            func measured(_ metric: String, _ run: () async throws -> Wrk.Result) async throws -> (Wrk.Result, [Double], [Int], Double) {
+                var servedBefore: [Int] = []
+                for port in ports { servedBefore.append(try await Self.served(port: port, metric: metric)) }
+                let cpuBefore = children.map { ProcessCPU.seconds(pid: $0.process.processIdentifier) ?? 0 }
                 let postgresBefore = ProcessCPU.seconds(command: "postgres")
                 let result = try await run()
-                let servers = zip(children, serversBefore).map { (ProcessCPU.seconds(pid: $0.process.processIdentifier) ?? 0) - $1 }
-                return (result, servers, ProcessCPU.seconds(command: "postgres") - postgresBefore)
+                let cpu = zip(children, cpuBefore).map { (ProcessCPU.seconds(pid: $0.process.processIdentifier) ?? 0) - $1 }
+                let postgres = ProcessCPU.seconds(command: "postgres") - postgresBefore
+                var served: [Int] = []
+                for (port, before) in zip(ports, servedBefore) { served.append(try await Self.served(port: port, metric: metric) - before) }
+                return (result, cpu, served, postgres)
             }
-            let validate = try await measured {
+            let validate = try await measured("keylight_validations_total") {
                 try await load.run(
                     url: "http://127.0.0.1:\(ports[0])/bench/app/validate", script: WrkScripts.spread(WrkScripts.validate, over: ports),
                     name: "validate-\(name)-\(processes)", arguments: [seeded.pairs.path, seeded.sdkKey, "", ""]
                 )
             }
-            let activate = try await measured {
+            let activate = try await measured("keylight_activations_total") {
                 try await load.run(
                     url: "http://127.0.0.1:\(ports[0])/bench/app/activate", script: WrkScripts.spread(WrkScripts.activate, over: ports),
                     name: "activate-\(name)-\(processes)", arguments: [seeded.pairs.path, seeded.sdkKey]
                 )
             }
             if name == "postgres" { validateRate[processes] = validate.0.requestsPerSecond }
-            for (action, (result, servers, postgres)) in [("validate", validate), ("activate", activate)] {
-                // Each process's own count, from its metrics: a spread that left one idle would
-                // make the two-process figure a one-process figure.
-                var served: [Int] = []
-                for port in ports { served.append(try await Self.served(port: port, metric: action == "validate" ? "keylight_validations_total" : "keylight_activations_total")) }
+            for (action, (result, servers, served, postgres)) in [("validate", validate), ("activate", activate)] {
                 if served.contains(0) { ledger.record("\(action) \(name) x\(processes): a process served nothing (\(served))") }
                 let requests = Double(max(result.requests, 1))
                 let perProcess = zip(servers, served).map { cpu, count in String(format: "%.1f", cpu * 1e6 / Double(max(count, 1))) }
@@ -151,7 +154,7 @@ struct ServeChild: AsyncParsableCommand {
             // Unbuffered: the parent reads this line from a pipe while the server runs.
             FileHandle.standardOutput.write(Data("listening on \(channel.localAddress?.port ?? 0)\n".utf8))
         }
-        try await EventLoopExecutor.singleton.run { try await server.application.runService() }
+        try await server.application.runService()
     }
 }
 

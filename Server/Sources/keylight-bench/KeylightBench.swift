@@ -11,4 +11,10 @@ struct KeylightBench: AsyncParsableCommand {
         subcommands: [CoreBenchmarks.self, ServerBenchmarks.self, SDKBenchmarks.self, DatabaseBenchmarks.self, BackupBenchmarks.self, ServeChild.self],
         defaultSubcommand: CoreBenchmarks.self
     )
+
+    static func main() async {
+        // The served benchmarks measure the server as `keylight serve` runs it.
+        EventLoopExecutor.adopt()
+        await main(nil)
+    }
 }

@@ -22,8 +22,7 @@ extension KeylightServer {
             logger: logger
         )
         configuration.maximumGracefulShutdownDuration = shutdownTimeout
-        // Request handlers on the event loops that read their requests.
-        try await EventLoopExecutor.singleton.run { try await ServiceGroup(configuration: configuration).run() }
+        try await ServiceGroup(configuration: configuration).run()
         let lost = unwritten.current
         if !lost.isEmpty {
             logger.error("shut down with buffered writes not written", metadata: [
