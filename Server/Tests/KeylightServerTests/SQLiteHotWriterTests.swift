@@ -137,42 +137,38 @@ import Testing
 
     @Test func theTransactionRunsOnTheWriterThreadNotTheCallers() async throws {
         try await migrated { database, _ in
-            let names = try await database.hotWrite { db in
+            let writer = try #require(database.hotWriter)
+            let seen = try await database.hotWrite { db in
                 try await db.raw("UPDATE key_types SET activation_limit = 3").run()
-                let during = currentThreadName() ?? ""
+                let during = writer.isWriterThread
                 try await db.raw("UPDATE key_types SET activation_limit = 4").run()
-                return [during, currentThreadName() ?? ""]
+                return [during, writer.isWriterThread]
             }
             // Both statements, and everything between them, on the one writer thread.
-            #expect(names == ["sqlite-writer", "sqlite-writer"])
-            #expect(currentThreadName() != "sqlite-writer")
-            #expect(database.hotWriter?.counts.committed == 1)
+            #expect(seen == [true, true])
+            #expect(!writer.isWriterThread)
+            #expect(writer.counts.committed == 1)
         }
     }
 
     @Test func theWriterThreadRunsEveryJobIncludingOnesAfterItWasStopped() async throws {
         let executor = WriterThreadExecutor(name: "test-writer")
-        let names = LockedNames()
+        let seen = LockedFlags()
         await withTaskGroup(of: Void.self) { group in
             for _ in 0..<50 {
-                group.addTask { await executor.run { names.append(currentThreadName()) } }
+                group.addTask { await executor.run { seen.append(executor.isCurrentThread) } }
             }
         }
-        #expect(names.values == Array(repeating: "test-writer", count: 50))
+        #expect(seen.values == Array(repeating: true, count: 50))
         executor.stop()
         // A job after stop() still runs (on a thread that ends once it has).
-        let name = await executor.run { currentThreadName() }
-        #expect(name == "test-writer")
+        #expect(await executor.run { executor.isCurrentThread })
     }
 }
 
-/// The running thread's name (`Thread.current` is not for async code, where it may change at
-/// any suspension; a synchronous call reads it where it runs).
-private func currentThreadName() -> String? { Thread.current.name }
-
-/// Names appended from whichever thread ran them.
-private final class LockedNames: Sendable {
-    private let box = NIOLockedValueBox<[String?]>([])
-    func append(_ value: String?) { box.withLockedValue { $0.append(value) } }
-    var values: [String?] { box.withLockedValue { $0 } }
+/// Flags appended from whichever thread ran them.
+private final class LockedFlags: Sendable {
+    private let box = NIOLockedValueBox<[Bool]>([])
+    func append(_ value: Bool) { box.withLockedValue { $0.append(value) } }
+    var values: [Bool] { box.withLockedValue { $0 } }
 }

@@ -31,6 +31,9 @@ final class SQLiteHotWriter: Sendable {
     /// Statements the kept connection has prepared (each distinct statement once), if it is open and idle.
     var preparations: Int? { state.withLockedValue { $0.idle?.preparations } }
 
+    /// Whether the calling code runs on the writer thread (tests: a transaction's body must).
+    var isWriterThread: Bool { thread.isCurrentThread }
+
     /// Kept statements SQLite had to prepare again, if the connection is open and idle.
     var repreparedStatements: [String: Int]? { state.withLockedValue { $0.idle?.repreparedStatements } }
 

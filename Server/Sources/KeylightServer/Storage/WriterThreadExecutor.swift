@@ -19,6 +19,8 @@ final class WriterThreadExecutor: TaskExecutor, @unchecked Sendable {
     private var jobs: [UnownedJob] = []
     private var running = false
     private var stopping = false
+    /// The thread draining the queue now (there is at most one).
+    private var current: pthread_t?
 
     /// `name` names the thread (Linux keeps its first 15 bytes).
     init(name: String) {
@@ -55,11 +57,21 @@ final class WriterThreadExecutor: TaskExecutor, @unchecked Sendable {
         condition.unlock()
     }
 
+    /// Whether the calling code runs on this executor's thread.
+    var isCurrentThread: Bool {
+        condition.lock()
+        defer { condition.unlock() }
+        return current.map { pthread_equal($0, pthread_self()) != 0 } ?? false
+    }
+
     private func startThread() {
         let thread = Thread { [self] in
-            // Named from inside: on Linux a name set before start() is not the thread's, which
-            // keeps the name of the thread that started it.
+            // Named from inside, for profilers and debuggers: on Linux a name set before start()
+            // is not the thread's, which keeps the name of the thread that started it.
             Thread.current.name = name
+            condition.lock()
+            current = pthread_self()
+            condition.unlock()
             drain()
         }
         thread.start()
@@ -74,6 +86,7 @@ final class WriterThreadExecutor: TaskExecutor, @unchecked Sendable {
             if jobs.isEmpty {
                 // Stopped stays set: a job after stop() gets a thread that ends once it has run.
                 running = false
+                current = nil
                 condition.unlock()
                 return
             }
