@@ -166,6 +166,10 @@ import Testing
             #expect((events["events"] as? [[String: Any]])?.first?["outcome"] as? String == "minted")
             #expect(try await client.admin(.get, "/tenants/acme/paddle/events?outcome=nope").status == .badRequest)
             #expect(try await client.admin(.post, "/tenants/acme/paddle/events/evt_none/retry").status == .notFound)
+            // Deleting the settings takes the list with them (as retrying already was).
+            #expect(try await client.admin(.delete, "/tenants/acme/paddle").status == .noContent)
+            let gone = try await client.admin(.get, "/tenants/acme/paddle/events")
+            #expect(gone.status == .notFound && gone["code"] as? String == "NOT_FOUND", "\(gone.json)")
         }
     }
 

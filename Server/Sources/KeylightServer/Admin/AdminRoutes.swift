@@ -185,6 +185,9 @@ struct AdminRoutes {
             }
             admin.get(RouterPath("/tenants/:tenant/\(provider.rawValue)/events")) { request, context in
                 let limit = try Self.pageLimit(request.uri.queryParameters.get("limit"), default: 50)
+                // The list belongs to the provider's settings, as retrying does: once they are
+                // deleted the API answers 404 (the dashboard still shows what is kept).
+                _ = try await service.merchantSettings(tenantId: try context.parameters.require("tenant"), provider: provider)
                 let events = try await service.merchantEvents(
                     tenantId: try context.parameters.require("tenant"), provider: provider,
                     outcome: request.uri.queryParameters.get("outcome").map { String($0) }, limit: limit
