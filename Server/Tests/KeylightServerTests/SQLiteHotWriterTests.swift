@@ -151,6 +151,76 @@ import Testing
         }
     }
 
+    /// Holds the writer thread busy until `count` jobs are queued behind it, then lets them run.
+    private func lineUp<T: Sendable>(
+        _ writer: SQLiteHotWriter, count: Int, _ jobs: [@Sendable () async throws -> T]
+    ) async throws -> [Result<T, any Error>] {
+        // The writer thread waits on a semaphore (it is its own thread); this task only polls.
+        let (started, release) = (LockedFlags(), DispatchSemaphore(value: 0))
+        let blocker = Task { await writer.thread.run { started.append(true); release.wait() } }
+        let deadline = ContinuousClock.now + .seconds(20)
+        while started.values.isEmpty && ContinuousClock.now < deadline { try await Task.sleep(for: .milliseconds(5)) }
+        let tasks = jobs.map { job in Task { () -> Result<T, any Error> in
+            do { return .success(try await job()) } catch { return .failure(error) }
+        } }
+        while writer.thread.queuedJobs < count && ContinuousClock.now < deadline { try await Task.sleep(for: .milliseconds(5)) }
+        let queued = writer.thread.queuedJobs
+        release.signal()
+        await blocker.value
+        #expect(queued == count, "\(queued) of \(count) transactions queued")
+        var results: [Result<T, any Error>] = []
+        for task in tasks { results.append(await task.value) }
+        return results
+    }
+
+    @Test func transactionsQueuedTogetherCommitOnceAndAnswerOnlyAfterTheCommit() async throws {
+        try await migrated { database, _ in
+            let writer = try #require(database.hotWriter)
+            var keys: [LicenseKey] = []
+            for _ in 0..<20 { keys.append(try await Conformance.license(database).1) }
+            let results = try await lineUp(writer, count: 20, keys.map { key in { @Sendable () async throws -> Bool in
+                guard case .activated = try await Conformance.activate(database, key, machine: "m") else { return false }
+                // Answered, so committed: another connection (the pool's) already sees it.
+                let seen = try await database.sql.raw("SELECT active_instances AS n FROM licenses WHERE key_hash = \(bind: key.keyHash)")
+                    .first(decodingColumn: "n", as: Int.self)
+                return seen == 1
+            } })
+            #expect(results.map { (try? $0.get()) ?? false } == Array(repeating: true, count: 20))
+            // Twenty transactions, one COMMIT.
+            #expect(writer.counts.committed == 20 && writer.counts.handedToPool == 0)
+            #expect(writer.commits == 1)
+            // Alone, a transaction commits at once.
+            let (_, alone) = try await Conformance.license(database)
+            guard case .activated = try await Conformance.activate(database, alone, machine: "m") else { Issue.record("not activated"); return }
+            #expect(writer.commits == 2 && writer.counts.committed == 21)
+        }
+    }
+
+    @Test func aFailingMemberOfAGroupIsUndoneAloneAndTheOthersCommit() async throws {
+        try await migrated { database, _ in
+            let writer = try #require(database.hotWriter)
+            let jobs: [@Sendable () async throws -> String] = (0..<12).map { index in {
+                try await database.hotWrite { db in
+                    try await db.raw("INSERT INTO tenants (id, name, created_at) VALUES (\(bind: "t\(index)"), 'x', 0)").run()
+                    // The sixth also inserts a tenant that exists: its own insert must be undone with it.
+                    if index == 5 { try await db.raw("INSERT INTO tenants (id, name, created_at) VALUES ('acme', 'again', 0)").run() }
+                    return "t\(index)"
+                }
+            } }
+            let results = try await lineUp(writer, count: 12, jobs)
+            for (index, result) in results.enumerated() {
+                switch result {
+                case .success(let id): #expect(index != 5 && id == "t\(index)")
+                case .failure(let error): #expect(index == 5 && StorageError.isUniqueViolation(error), "\(index): \(error)")
+                }
+            }
+            let ids = try await database.sql.raw("SELECT id FROM tenants WHERE id LIKE 't%' ORDER BY CAST(SUBSTR(id, 2) AS INTEGER)")
+                .all(decodingColumn: "id", as: String.self)
+            #expect(ids == (0..<12).filter { $0 != 5 }.map { "t\($0)" })
+            #expect(writer.counts.committed == 11 && writer.commits == 1)
+        }
+    }
+
     @Test func theWriterThreadRunsEveryJobIncludingOnesAfterItWasStopped() async throws {
         let executor = WriterThreadExecutor(name: "test-writer")
         let seen = LockedFlags()

@@ -105,10 +105,11 @@ public struct Database: Sendable {
     func hotWrite<R: Sendable>(_ body: @escaping @Sendable (any SQLDatabase) async throws -> R) async throws -> R {
         guard let hotWriter, let writerGate else { return try await write(body) }
         let (sql, logger, eventLoop) = (self.sql, self.sql.logger, self.sql.eventLoop)
-        return try await writerGate.withResource { _ in
-            if case .done(let result) = try await hotWriter.transaction(logger: logger, eventLoop: eventLoop, body) { return result }
-            return try await transaction(on: sql, body)
+        // The hot writer takes the gate itself: a group of transactions holds it once.
+        if case .done(let result) = try await hotWriter.transaction(gate: writerGate, logger: logger, eventLoop: eventLoop, body) {
+            return result
         }
+        return try await write(on: sql, body)
     }
 
     private func write<R: Sendable>(on sql: any SQLDatabase, _ body: @escaping @Sendable (any SQLDatabase) async throws -> R) async throws -> R {

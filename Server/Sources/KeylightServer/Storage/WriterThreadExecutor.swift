@@ -10,9 +10,12 @@ import Foundation
 ///
 /// The thread starts with the first job and ends when ``stop()`` finds nothing queued; a job
 /// enqueued after that starts it again, so no job is ever left without a thread to run it.
+/// Whenever the queue runs dry it calls ``whenIdle`` first (the hot writer commits the group of
+/// transactions it kept open while more were queued), so work left pending by one job is
+/// finished before the thread waits.
 ///
-/// `@unchecked Sendable`: `jobs`, `running` and `stopping` are read and written only with
-/// `condition` locked.
+/// `@unchecked Sendable`: `jobs`, `running`, `stopping`, `current` and `idleHandler` are read and
+/// written only with `condition` locked.
 final class WriterThreadExecutor: TaskExecutor, @unchecked Sendable {
     private let name: String
     private let condition = NSCondition()
@@ -21,6 +24,7 @@ final class WriterThreadExecutor: TaskExecutor, @unchecked Sendable {
     private var stopping = false
     /// The thread draining the queue now (there is at most one).
     private var current: pthread_t?
+    private var idleHandler: @Sendable () -> Void = {}
 
     /// `name` names the thread (Linux keeps its first 15 bytes).
     init(name: String) {
@@ -37,6 +41,22 @@ final class WriterThreadExecutor: TaskExecutor, @unchecked Sendable {
 
     private static func enter<R>(_ body: () async throws -> R) async rethrows -> R {
         try await body()
+    }
+
+    /// Called on this thread each time its queue is empty, before it waits for more.
+    var whenIdle: @Sendable () -> Void {
+        get { condition.lock(); defer { condition.unlock() }; return idleHandler }
+        set { condition.lock(); idleHandler = newValue; condition.unlock() }
+    }
+
+    /// Whether jobs are waiting behind the one running now.
+    var hasQueuedJobs: Bool { queuedJobs > 0 }
+
+    /// Jobs waiting behind the one running now.
+    var queuedJobs: Int {
+        condition.lock()
+        defer { condition.unlock() }
+        return jobs.count
     }
 
     func enqueue(_ job: UnownedJob) {
@@ -79,21 +99,26 @@ final class WriterThreadExecutor: TaskExecutor, @unchecked Sendable {
 
     private func drain() {
         let executor = asUnownedTaskExecutor()
-        var batch: [UnownedJob] = []
         while true {
             condition.lock()
-            while jobs.isEmpty && !stopping { condition.wait() }
             if jobs.isEmpty {
-                // Stopped stays set: a job after stop() gets a thread that ends once it has run.
-                running = false
-                current = nil
+                let idle = idleHandler
                 condition.unlock()
-                return
+                idle()
+                condition.lock()
+                while jobs.isEmpty && !stopping { condition.wait() }
+                if jobs.isEmpty {
+                    // Stopped stays set: a job after stop() gets a thread that ends once it has run.
+                    running = false
+                    current = nil
+                    condition.unlock()
+                    return
+                }
             }
-            swap(&batch, &jobs)
+            // One at a time, so `hasQueuedJobs` sees the ones behind the running job.
+            let job = jobs.removeFirst()
             condition.unlock()
-            for job in batch { job.runSynchronously(on: executor) }
-            batch.removeAll(keepingCapacity: true)
+            job.runSynchronously(on: executor)
         }
     }
 }
