@@ -36,9 +36,12 @@ let package = Package(
         .package(url: "https://github.com/apple/swift-asn1.git", from: "1.7.4"),
     ],
     targets: [
+        // The Swift runtime's global-enqueue hook, reached through the linker (see EventLoopExecutor).
+        .target(name: "CKeylightRuntimeHook"),
         .target(
             name: "KeylightServer",
             dependencies: [
+                "CKeylightRuntimeHook",
                 .product(name: "KeylightCore", package: "Keylight"),
                 .product(name: "KeylightQR", package: "Keylight"),
                 .product(name: "Crypto", package: "swift-crypto"),

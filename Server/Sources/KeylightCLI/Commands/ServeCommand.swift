@@ -190,9 +190,12 @@ struct ServeCommand: AsyncParsableCommand {
         if let token = server.report.createdAdminToken {
             Standard.line("Admin API token (shown once; store it now): \(token)")
         }
+        // Where request handlers run: NIO's event loops (EventLoopExecutor.adopt), or Swift's pool.
+        let tasksOn = await EventLoopExecutor.tasksRunOnEventLoops() ? "event_loops" : "swift_pool"
         logger.info("starting", metadata: [
             "database": .string(configuration.databaseURL.map(Database.redacted(url:)) ?? database.databasePath), "tenants_with_keys": .stringConvertible(server.report.signingKids.count),
             "migrations_applied": .stringConvertible(server.report.appliedMigrations.count),
+            "tasks_on": .string(tasksOn),
         ])
         guard try await server.run(shutdownTimeout: .seconds(settings.shutdownTimeoutSeconds), logger: logger) else {
             Standard.error("keylight: error: shut down with buffered writes the database did not take (see the log)")
