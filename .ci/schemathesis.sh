@@ -7,7 +7,7 @@
 # only imports it. It starts the server on a free loopback port with a throwaway SQLite database and a
 # known admin token, seeds a tenant, a product, key types and licenses through the admin API, then runs
 # the examples, coverage, fuzzing and stateful (OpenAPI links) phases with every check. Exits non-zero on
-# any failure; the server is always stopped. Bounded: the whole script gives up after about 8 minutes.
+# any failure; the server is always stopped. Bounded: the whole script gives up after about 11 minutes.
 #
 # Loopback only: the server's outbound calls are fenced off. Webhook deliveries are polled once a day
 # (--webhook-poll-interval), so the endpoints schemathesis registers are never called, and Stripe's API
@@ -18,7 +18,7 @@
 #   SCHEMATHESIS_SEED          seed (default fixed, so runs are comparable; "random" for a fresh one)
 #   SCHEMATHESIS_WORKERS       concurrent workers (default 2)
 #   SCHEMATHESIS_REPORT_DIR    where to keep the reports (JUnit, NDJSON) and the server log (default: a temp dir, removed)
-#   SCHEMATHESIS_TIMEOUT       seconds for the schemathesis run itself (default 420; the whole script gets 60 more)
+#   SCHEMATHESIS_TIMEOUT       seconds for the schemathesis run itself (default 600; the whole script gets 60 more)
 #   SCHEMATHESIS_ALLOW_OTHER_VERSION=1  run with a schemathesis other than the pinned one
 #   SCHEMATHESIS_EXTRA_ARGS    more `schemathesis run` options, split on spaces (e.g. "--exclude-checks unsupported_method")
 set -euo pipefail
@@ -39,7 +39,7 @@ spec="$root/openapi.yaml"
 # The whole script, bounded: re-run under `timeout` once (the server and helpers are children, killed by the trap).
 if [ -z "${KEYLIGHT_SCHEMATHESIS_BOUNDED:-}" ]; then
   export KEYLIGHT_SCHEMATHESIS_BOUNDED=1
-  exec timeout --kill-after=10 $(( ${SCHEMATHESIS_TIMEOUT:-420} + 60 )) bash "$0" "$@"
+  exec timeout --kill-after=10 $(( ${SCHEMATHESIS_TIMEOUT:-600} + 60 )) bash "$0" "$@"
 fi
 
 echo "== schemathesis"
@@ -441,11 +441,11 @@ command=(python3 -m schemathesis.cli --config-file "$work/schemathesis.toml" run
 echo "== ${command[*]}"
 set +e
 KL_BASE="$base" KL_ADMIN_TOKEN="$ADMIN_TOKEN" KL_STRIPE_WEBHOOK_SECRET="$STRIPE_WEBHOOK_SECRET" KL_STRIPE_SECRET_KEY="$STRIPE_SECRET_KEY" \
-  timeout --kill-after=10 "${SCHEMATHESIS_TIMEOUT:-420}" "${command[@]}"
+  timeout --kill-after=10 "${SCHEMATHESIS_TIMEOUT:-600}" "${command[@]}"
 status=$?
 set -e
 if [ "$status" = 124 ] || [ "$status" = 137 ]; then
-  echo "CI: schemathesis did not finish within ${SCHEMATHESIS_TIMEOUT:-420} s" >&2
+  echo "CI: schemathesis did not finish within ${SCHEMATHESIS_TIMEOUT:-600} s" >&2
 fi
 if ! kill -0 "$server_pid" 2>/dev/null; then
   echo "CI: keylight serve --webhook-allow-private died during the run" >&2
