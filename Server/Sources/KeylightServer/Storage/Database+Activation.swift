@@ -2,12 +2,14 @@ import KeylightCore
 import SQLKit
 
 extension Database {
-    static func grantQuery(keyHash: String, tenantId: String, productId: String, instanceId: String?, lock: SQLQueryString) -> SQLQueryString {
+    static func grantQuery(
+        keyHash: String, tenantId: String, productId: String, instanceId: String?, extraColumns: SQLQueryString = "", lock: SQLQueryString
+    ) -> SQLQueryString {
         """
         SELECT l.id AS license_id, l.status, l.expires_at, l.key_hash, k.activation_limit, k.fallback_access, k.lease_ttl_seconds, k.entitlements, k.offline_lease_days,
                k.floating, k.heartbeat_seconds, k.overage_percent, l.active_instances, l.updates_until,
                i.id AS instance_id, i.active AS instance_active, i.machine_hash AS instance_machine_hash,
-               i.device_key AS instance_device_key
+               i.device_key AS instance_device_key\(extraColumns)
         FROM licenses l
         JOIN key_types k ON k.tenant_id = l.tenant_id AND k.product_id = l.product_id AND k.id = l.key_type_id
         LEFT JOIN instances i ON i.id = \(bind: instanceId ?? "") AND i.license_id = l.id
@@ -36,12 +38,32 @@ extension Database {
     ) async throws -> ActivationOutcome {
         let lock = lockRows(of: "l")
         let outbox = self.outbox
+        let writesThroughCTEs = capabilities.writesThroughCTEs
+        // Read with the license, in the same statement: the machine's active instance, and
+        // whether any endpoint takes `instance.activated` (so the outbox need not ask). On
+        // PostgreSQL each statement is a round trip.
+        var columns: SQLQueryString = ""
+        if let machineHash {
+            columns = """
+                , (SELECT mi.id FROM instances mi WHERE mi.license_id = l.id AND mi.machine_hash = \(bind: machineHash) AND mi.active LIMIT 1) AS machine_instance_id
+                """
+        }
+        if outbox != nil {
+            columns = "\(columns), \(WebhookOutbox.subscribed(to: .instanceActivated, tenant: "l.tenant_id")) AS activation_subscribed"
+        }
+        let extraColumns = columns
         return try await hotWrite { db in
-            guard var grant = try await db.raw(Self.grantQuery(keyHash: keyHash, tenantId: tenantId, productId: productId, instanceId: existingInstanceId, lock: lock))
-                .firstGrant() else {
-                return .licenseNotFound
-            }
+            let row = try await db.raw(Self.grantQuery(
+                keyHash: keyHash, tenantId: tenantId, productId: productId, instanceId: existingInstanceId, extraColumns: extraColumns, lock: lock
+            )).first()
+            guard let row else { return .licenseNotFound }
+            var grant = try LicenseGrant(row: row)
             if let reason = refusal(grant) { return .refused(reason, grant: grant) }
+            var machineInstanceId: String?
+            if machineHash != nil, try !row.decodeNil(column: "machine_instance_id") {
+                machineInstanceId = try row.decode(column: "machine_instance_id", as: String.self)
+            }
+            let subscribed = outbox == nil ? nil : try row.decode(column: "activation_subscribed", as: Bool.self)
             // Dead floating seats are freed before anything counts them: under the license's lock,
             // so the seat a silent device held goes to this activation at once, not at the next sweep.
             let seatDeadline: Int64? = grant.floating ? now + Int64(grant.heartbeatSeconds) : nil
@@ -49,6 +71,7 @@ extension Database {
                 let freed = try await Self.expireSeats(db, licenseId: grant.licenseId, tenantId: tenantId, now: now, outbox: outbox)
                 if let license = freed.license { grant.activeInstances = license.activeInstances }
                 if let id = grant.instanceId, freed.instanceIds.contains(id) { grant.instanceActive = false }
+                if let id = machineInstanceId, freed.instanceIds.contains(id) { machineInstanceId = nil }
             }
             if let id = grant.instanceId, grant.instanceActive == true {
                 guard let seatDeadline else { return .existing(instanceId: id, grant: grant) }
@@ -57,9 +80,7 @@ extension Database {
                     return .existing(instanceId: id, grant: grant)
                 }
             }
-            if let machineHash, let id = try await db.raw("""
-                SELECT id FROM instances WHERE license_id = \(bind: grant.licenseId) AND machine_hash = \(bind: machineHash) AND active
-                """).first(decodingColumn: "id", as: String.self) {
+            if let id = machineInstanceId {
                 if let deviceKey {
                     // The machine asks offline now: its proofs will be signed by the key of this request.
                     try await db.raw("UPDATE instances SET device_key = \(bind: deviceKey) WHERE id = \(bind: id)").run()
@@ -67,27 +88,47 @@ extension Database {
                 if let seatDeadline { _ = try await Self.renewSeat(db, instanceId: id, until: seatDeadline, now: now) }
                 return .existing(instanceId: id, grant: grant)
             }
-            let reserved = try await db.raw("""
+            let reserve: SQLQueryString = """
                 UPDATE licenses SET active_instances = active_instances + 1, updated_at = \(bind: now)
                 WHERE id = \(bind: grant.licenseId) AND active_instances < \(bind: grant.seatCap)
                 RETURNING \(Self.licenseColumns)
-                """).first(decoding: License.self)
+                """
+            let reserved: License?
+            if writesThroughCTEs {
+                // The slot and the instance in one statement: the INSERT takes its row from the
+                // UPDATE's, so a refused UPDATE inserts nothing.
+                reserved = try await db.raw("""
+                    WITH reserved AS (\(reserve)), inserted AS (
+                        INSERT INTO instances (\(Self.instanceColumns))
+                        SELECT \(bind: newInstanceId), reserved.id, \(bind: name), \(bind: machineHash), \(bind: true),
+                               \(bind: now), \(bind: now), \(bind: Int64?.none), \(bind: deviceKey), \(bind: seatDeadline) FROM reserved
+                    )
+                    SELECT \(Self.licenseColumns) FROM reserved
+                    """).first(decoding: License.self)
+            } else {
+                reserved = try await db.raw(reserve).first(decoding: License.self)
+                if reserved != nil {
+                    try await db.raw("""
+                        INSERT INTO instances (\(Self.instanceColumns)) VALUES (
+                            \(bind: newInstanceId), \(bind: grant.licenseId), \(bind: name), \(bind: machineHash), \(bind: true),
+                            \(bind: now), \(bind: now), \(bind: Int64?.none), \(bind: deviceKey), \(bind: seatDeadline))
+                        """).run()
+                }
+            }
             guard let reserved else {
                 try await Self.noteLimitReached(db, grant: grant, tenantId: tenantId, name: name, now: now, outbox: outbox)
                 return .limitReached
             }
             grant.activeInstances = reserved.activeInstances
-            try await db.raw("""
-                INSERT INTO instances (\(Self.instanceColumns)) VALUES (
-                    \(bind: newInstanceId), \(bind: grant.licenseId), \(bind: name), \(bind: machineHash), \(bind: true),
-                    \(bind: now), \(bind: now), \(bind: Int64?.none), \(bind: deviceKey), \(bind: seatDeadline))
-                """).run()
             if let freeTierInstanceId {
                 try await Self.recordConversion(
                     db, tenantId: tenantId, productId: productId, installId: freeTierInstanceId, licenseId: grant.licenseId, instanceId: newInstanceId, now: now
                 )
             }
-            try await Self.record(ChangeLog(tenantId: tenantId, now: now).instanceActivated(id: newInstanceId, name: name, license: reserved, change: change), on: db, outbox: outbox)
+            try await Self.record(
+                ChangeLog(tenantId: tenantId, now: now).instanceActivated(id: newInstanceId, name: name, license: reserved, change: change),
+                on: db, outbox: outbox, subscribed: subscribed.map { (.instanceActivated, $0) }
+            )
             return .activated(instanceId: newInstanceId, grant: grant)
         }
     }

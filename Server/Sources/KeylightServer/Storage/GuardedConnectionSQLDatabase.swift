@@ -10,16 +10,10 @@ import SQLKit
 /// connection PostgreSQL dropped mid-query (a restart, a failover) can leave the query pending
 /// forever, and giving up on the query alone would keep the connection leased, so each such
 /// query would take one connection from the pool for good.
-struct GuardedConnectionSQLDatabase: SQLDatabase {
+struct GuardedConnectionSQLDatabase: SQLDatabaseWrapper {
     let base: any SQLDatabase
     let connection: PostgresConnection
     let deadline: Duration?
-
-    var logger: Logger { base.logger }
-    var eventLoop: any EventLoop { base.eventLoop }
-    var version: (any SQLDatabaseReportedVersion)? { base.version }
-    var dialect: any SQLDialect { base.dialect }
-    var queryLogLevel: Logger.Level? { base.queryLogLevel }
 
     /// A timer on the connection's event loop, no task per query (a hop through a busy
     /// cooperative pool while a transaction holds row locks would cost every other writer).

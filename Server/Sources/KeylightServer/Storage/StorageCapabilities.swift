@@ -26,10 +26,15 @@ struct StorageCapabilities: Sendable {
     /// A consistent copy into a file while writers go on (SQLite's `VACUUM INTO`); elsewhere
     /// backups are the database server's own tools' job (pg_dump).
     let backsUpIntoFile: Bool
+    /// `WITH … AS (UPDATE … RETURNING …) INSERT …`: writes to two tables in one statement, so a
+    /// transaction on a database across the network takes one round trip for them, not two
+    /// (PostgreSQL). SQLite's `WITH` takes only a `SELECT`.
+    let writesThroughCTEs: Bool
 
     init(database: any SQLDatabase, driver: DriverTraits) {
         clusteredTable = driver.clusteredTable
         backsUpIntoFile = driver.backsUpIntoFile
+        writesThroughCTEs = driver.writesThroughCTEs
         afterBulkWrite = driver.afterBulkWrite
         migrationLock = driver.migrationLock
         let dialect = database.dialect
@@ -55,6 +60,7 @@ struct DriverTraits: Sendable {
     /// a time (SQLite's `BEGIN IMMEDIATE` already serialises them).
     var migrationLock: String?
     var backsUpIntoFile = false
+    var writesThroughCTEs = false
 
     static let sqlite = DriverTraits(
         clusteredTable: " WITHOUT ROWID",
@@ -65,6 +71,7 @@ struct DriverTraits: Sendable {
 
     static let postgres = DriverTraits(
         afterBulkWrite: ["ANALYZE"],
-        migrationLock: "SELECT pg_advisory_xact_lock(73011984)"
+        migrationLock: "SELECT pg_advisory_xact_lock(73011984)",
+        writesThroughCTEs: true
     )
 }
