@@ -221,6 +221,68 @@ import Testing
         }
     }
 
+    @Test func aMemberWhoseFailureRollsTheWholeGroupBackHasTheOthersRunAgain() async throws {
+        try await migrated { database, _ in
+            let writer = try #require(database.hotWriter)
+            struct Gone: Error {}
+            let jobs: [@Sendable () async throws -> String] = (0..<12).map { index in {
+                try await database.hotWrite { db in
+                    try await db.raw("INSERT INTO tenants (id, name, created_at) VALUES (\(bind: "t\(index)"), 'x', 0)").run()
+                    // As SQLite does on a full disk or an I/O error: the whole transaction is gone,
+                    // the earlier members' work with it.
+                    if index == 5 {
+                        try await db.raw("ROLLBACK").run()
+                        throw Gone()
+                    }
+                    return "t\(index)"
+                }
+            } }
+            let results = try await lineUp(writer, count: 12, jobs)
+            for (index, result) in results.enumerated() {
+                switch result {
+                case .success(let id): #expect(index != 5 && id == "t\(index)")
+                case .failure(let error): #expect(index == 5 && error is Gone, "\(index): \(error)")
+                }
+            }
+            // The five before it were run again on the pool; the six after it in a group of their own.
+            let ids = try await database.sql.raw("SELECT id FROM tenants WHERE id LIKE 't%' ORDER BY CAST(SUBSTR(id, 2) AS INTEGER)")
+                .all(decodingColumn: "id", as: String.self)
+            #expect(ids == (0..<12).filter { $0 != 5 }.map { "t\($0)" })
+            let counts = writer.counts
+            #expect(counts.handedToPool >= 5 && counts.committed + counts.handedToPool == 11, "\(counts)")
+        }
+    }
+
+    @Test func aFailedGroupCommitFailsEveryMemberAndLeavesNothing() async throws {
+        try await migrated { database, _ in
+            let writer = try #require(database.hotWriter)
+            // A deferred foreign key is checked at COMMIT: one member's orphan fails the group's.
+            try await database.sql.raw("""
+                CREATE TABLE orphans (id TEXT PRIMARY KEY, tenant_id TEXT REFERENCES tenants(id) DEFERRABLE INITIALLY DEFERRED)
+                """).run()
+            let jobs: [@Sendable () async throws -> String] = (0..<12).map { index in {
+                try await database.hotWrite { db in
+                    try await db.raw("INSERT INTO tenants (id, name, created_at) VALUES (\(bind: "t\(index)"), 'x', 0)").run()
+                    if index == 5 { try await db.raw("INSERT INTO orphans (id, tenant_id) VALUES ('o', 'nobody')").run() }
+                    return "t\(index)"
+                }
+            } }
+            let results = try await lineUp(writer, count: 12, jobs)
+            // No member answers success for work that was not committed.
+            for (index, result) in results.enumerated() {
+                if case .success = result { Issue.record("member \(index) answered success") }
+            }
+            let left = try await database.sql.raw("SELECT COUNT(*) AS n FROM tenants WHERE id LIKE 't%'").first(decodingColumn: "n", as: Int.self)
+            let orphans = try await database.sql.raw("SELECT COUNT(*) AS n FROM orphans").first(decodingColumn: "n", as: Int.self)
+            #expect(left == 0 && orphans == 0)
+            #expect(writer.counts.committed == 0 && writer.commits == 0)
+            // The writer goes on: the next transaction commits.
+            let (_, key) = try await Conformance.license(database)
+            guard case .activated = try await Conformance.activate(database, key, machine: "m") else { Issue.record("not activated"); return }
+            #expect(writer.counts.committed == 1)
+        }
+    }
+
     @Test func theWriterThreadRunsEveryJobIncludingOnesAfterItWasStopped() async throws {
         let executor = WriterThreadExecutor(name: "test-writer")
         let seen = LockedFlags()

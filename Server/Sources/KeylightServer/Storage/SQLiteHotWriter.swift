@@ -184,9 +184,10 @@ final class SQLiteHotWriter: Sendable {
             }
         }
         state.withLockedValue { state in
-            state.commits += (rolledBack || group.members == 0) ? 0 : 1
             switch end {
-            case .committed: state.committed += group.members
+            case .committed:
+                state.committed += group.members
+                state.commits += group.members == 0 ? 0 : 1
             case .rerun: state.handedToPool += group.members
             case .failed: break
             }
