@@ -69,6 +69,10 @@ import Testing
                         .first(decoding: LicenseGrant.self)
                     #expect(fast != nil)
                     #expect(fast == pooled)
+                    // Read without sql-kit (the statement serialised once), as validate reads it.
+                    let direct = try #require(database.pointReads as? SQLitePointReadDatabase)
+                        .grant(keyHash: key.keyHash, tenantId: "acme", productId: "app", instanceId: instanceId)
+                    #expect(direct == .some(pooled))
                 }
             }
             #expect(try await database.grant(keyHash: String(repeating: "f", count: 64), tenantId: "acme", productId: "app", instanceId: nil) == nil)

@@ -19,7 +19,11 @@ extension Database {
 
     /// The license (and optionally one of its instances) by key hash, within one product.
     func grant(keyHash: String, tenantId: String, productId: String, instanceId: String?) async throws -> LicenseGrant? {
-        try await pointReads.raw(Self.grantQuery(keyHash: keyHash, tenantId: tenantId, productId: productId, instanceId: instanceId, lock: ""))
+        if let direct = pointReads as? SQLitePointReadDatabase,
+           case .some(let grant) = try direct.grant(keyHash: keyHash, tenantId: tenantId, productId: productId, instanceId: instanceId) {
+            return grant
+        }
+        return try await pointReads.raw(Self.grantQuery(keyHash: keyHash, tenantId: tenantId, productId: productId, instanceId: instanceId, lock: ""))
             .firstGrant()
     }
 

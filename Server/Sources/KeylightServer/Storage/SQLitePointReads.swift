@@ -15,10 +15,28 @@ struct SQLitePointReadDatabase: SQLiteDatabaseDefaults {
     let fallback: any SQLDatabase
     private let encoder = SQLiteDataEncoder()
     private let decoder = SQLiteDataDecoder()
+    /// ``Database/grantQuery(keyHash:tenantId:productId:instanceId:extraColumns:lock:)`` as SQL,
+    /// serialised once: building and serialising it per validate cost about 4 µs.
+    private let grantSQL: String
 
     init(readers: SQLitePointReaders, fallback: any SQLDatabase) {
         self.readers = readers
         self.fallback = fallback
+        let query = fallback.serialize(Database.grantQuery(keyHash: "", tenantId: "", productId: "", instanceId: "", lock: ""))
+        // The binds ``grant(keyHash:tenantId:productId:instanceId:)`` passes, in this order.
+        precondition(query.binds.count == 4, "the grant query's binds changed")
+        grantSQL = query.sql
+    }
+
+    /// A license's grant, read without sql-kit; nil when this path cannot answer (the caller
+    /// then asks through sql-kit), `.some(nil)` when there is no such license.
+    func grant(keyHash: String, tenantId: String, productId: String, instanceId: String?) throws -> LicenseGrant?? {
+        // The query binds the instance (its LEFT JOIN) first, then the WHERE's three.
+        guard let result = readers.read(sql: grantSQL, binds: [.text(instanceId ?? ""), .text(keyHash), .text(tenantId), .text(productId)]) else {
+            return nil
+        }
+        guard let values = result.rows.first else { return .some(nil) }
+        return .some(try LicenseGrant(row: SQLiteReadRow(columns: result.columns, values: values, decoder: decoder)))
     }
 
     var logger: Logger { fallback.logger }
@@ -136,7 +154,20 @@ struct SQLiteReadRow: SQLRow {
         guard let position = columns.position(of: column) else {
             throw DecodingError.keyNotFound(SQLiteReadColumn(column), .init(codingPath: [], debugDescription: "No column \(column)"))
         }
-        return try decoder.decode(D.self, from: values[position])
+        // The common cases without a Decoder (most of a grant's columns), giving what sqlite-kit's
+        // decoder gives for them; anything else goes through that decoder.
+        switch values[position] {
+        case .text(let text) where D.self == String.self:
+            return unsafeBitCast(text, to: D.self)
+        case .integer(let integer) where D.self == Int.self:
+            return unsafeBitCast(integer, to: D.self)
+        case .integer(let integer) where D.self == Int64.self:
+            return unsafeBitCast(Int64(integer), to: D.self)
+        case .integer(let integer) where D.self == Bool.self && (integer == 0 || integer == 1):
+            return unsafeBitCast(integer == 1, to: D.self)
+        default:
+            return try decoder.decode(D.self, from: values[position])
+        }
     }
 }
 
