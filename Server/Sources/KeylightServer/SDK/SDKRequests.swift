@@ -80,6 +80,11 @@ enum Field {
 
 /// Decodes a JSON body into `T`, turning every decoding failure into a 400 that names the field.
 func decodeBody<T: Decodable>(_ type: T.Type, from bytes: some DataProtocol) throws(APIError) -> T {
+    try decodeJSONBody(T.self, from: bytes)
+}
+
+/// `bytes` through `JSONDecoder`, its errors as ``APIError/decoding(_:)`` renders them.
+func decodeJSONBody<T: Decodable>(_ type: T.Type, from bytes: some DataProtocol) throws(APIError) -> T {
     do {
         return try JSONDecoder().decode(T.self, from: Data(bytes))
     } catch {

@@ -99,6 +99,11 @@ struct SDKBody<Fields: Decodable>: Decodable {
     var fields: Fields
     var telemetry: Telemetry
 
+    init(fields: Fields, telemetry: Telemetry) {
+        self.fields = fields
+        self.telemetry = telemetry
+    }
+
     init(from decoder: any Decoder) throws {
         fields = try Fields(from: decoder)
         telemetry = (try? Telemetry(from: decoder)) ?? Telemetry()
