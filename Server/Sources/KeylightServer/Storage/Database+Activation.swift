@@ -43,6 +43,7 @@ extension Database {
         let lock = lockRows(of: "l")
         let outbox = self.outbox
         let writesThroughCTEs = capabilities.writesThroughCTEs
+        let rowLocks = capabilities.rowLockClause != nil
         // Read with the license, in the same statement: the machine's active instance, and
         // whether any endpoint takes `instance.activated` (so the outbox need not ask). On
         // PostgreSQL each statement is a round trip.
@@ -84,12 +85,8 @@ extension Database {
                     return .existing(instanceId: id, grant: grant)
                 }
             }
-            if let id = machineInstanceId {
-                if let deviceKey {
-                    // The machine asks offline now: its proofs will be signed by the key of this request.
-                    try await db.raw("UPDATE instances SET device_key = \(bind: deviceKey) WHERE id = \(bind: id)").run()
-                }
-                if let seatDeadline { _ = try await Self.renewSeat(db, instanceId: id, until: seatDeadline, now: now) }
+            if let id = machineInstanceId,
+               try await Self.confirmMachineInstance(db, id: id, deviceKey: deviceKey, seatDeadline: seatDeadline, now: now, readBeforeLock: rowLocks) {
                 return .existing(instanceId: id, grant: grant)
             }
             let reserve: SQLQueryString = """
@@ -135,6 +132,29 @@ extension Database {
             )
             return .activated(instanceId: newInstanceId, grant: grant)
         }
+    }
+
+    /// Whether the machine's instance, read with the license, is still active, updated as this
+    /// activation asks (the device key of an offline activation, a floating seat's deadline);
+    /// false sends the activation on to take a seat of its own.
+    ///
+    /// `readBeforeLock`: on a database with row locks (PostgreSQL) the statement that read the
+    /// instance may have waited for the license's lock, and it sees the other tables as they were
+    /// before that wait, so a deactivation that committed meanwhile is not in what it read. Each
+    /// statement here checks `active` again; without any, that takes one `SELECT`. SQLite's
+    /// write lock is taken before anything is read, so what it read holds.
+    private static func confirmMachineInstance(
+        _ db: any SQLDatabase, id: String, deviceKey: String?, seatDeadline: Int64?, now: Int64, readBeforeLock: Bool
+    ) async throws -> Bool {
+        if let deviceKey {
+            // The machine asks offline now: its proofs will be signed by the key of this request.
+            guard try await db.raw("UPDATE instances SET device_key = \(bind: deviceKey) WHERE id = \(bind: id) AND active RETURNING id").first() != nil else {
+                return false
+            }
+        }
+        if let seatDeadline { return try await renewSeat(db, instanceId: id, until: seatDeadline, now: now) }
+        guard readBeforeLock, deviceKey == nil else { return true }
+        return try await db.raw("SELECT id FROM instances WHERE id = \(bind: id) AND active").first() != nil
     }
 
     /// Seconds between two `license.activation_limit_reached` events of one license: a device
