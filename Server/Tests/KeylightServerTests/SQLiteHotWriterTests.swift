@@ -248,8 +248,10 @@ import Testing
             let ids = try await database.sql.raw("SELECT id FROM tenants WHERE id LIKE 't%' ORDER BY CAST(SUBSTR(id, 2) AS INTEGER)")
                 .all(decodingColumn: "id", as: String.self)
             #expect(ids == (0..<12).filter { $0 != 5 }.map { "t\($0)" })
+            // Each of the eleven committed once, in a group or on the pool (how the groups formed
+            // depends on the load).
             let counts = writer.counts
-            #expect(counts.handedToPool >= 5 && counts.committed + counts.handedToPool == 11, "\(counts)")
+            #expect(counts.committed + counts.handedToPool == 11, "\(counts)")
         }
     }
 
