@@ -87,8 +87,11 @@ import Testing
         try await Self.live({ $0.configuration.connections.requestTimeout = .seconds(1) }) { client, port in
             let seed = try await client.seed()
             let stalled = try await RawConnection.open(port: port)
-            try await stalled.send("POST /acme/app/validate HTTP/1.1\r\nHost: x\r\nX-Keylight-SDK-Key: \(seed.sdkKey)\r\nContent-Type: application/json\r\nContent-Length: 100\r\n\r\n{\"license_key\"")
+            // Timed from before the send: the server's clock starts at the first byte it reads, and
+            // on a loaded machine this task may resume from the send after the server has already
+            // counted part of the second (a close at 1.0 s measured 0.80 s from after the send).
             let started = ContinuousClock.now
+            try await stalled.send("POST /acme/app/validate HTTP/1.1\r\nHost: x\r\nX-Keylight-SDK-Key: \(seed.sdkKey)\r\nContent-Type: application/json\r\nContent-Length: 100\r\n\r\n{\"license_key\"")
             // Closed by the 1 s request deadline: not before it, and long before the 60 s idle
             // timeout. The window is wide because in the full parallel run this process's event
             // loops serve every suite's servers and clients, and a timer can fire seconds late.
