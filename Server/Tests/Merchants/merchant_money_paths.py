@@ -118,11 +118,19 @@ threading.Thread(target=server.serve_forever, daemon=True).start()
 def mails_to(address):
     found = []
     for envelope_path in sorted(glob.glob(os.path.join(MAIL_DIR, "*.json"))):
-        with open(envelope_path) as f:
-            envelope = json.load(f)
+        # The sink writes the envelope first and the message last (by rename): an envelope still
+        # being written, or without its message yet, is read at the next poll.
+        try:
+            with open(envelope_path) as f:
+                envelope = json.load(f)
+        except ValueError:
+            continue
         if address in envelope.get("rcpt_tos", []):
-            with open(envelope_path[:-5] + ".eml", "rb") as f:
-                found.append(email.message_from_bytes(f.read(), policy=email.policy.default))
+            try:
+                with open(envelope_path[:-5] + ".eml", "rb") as f:
+                    found.append(email.message_from_bytes(f.read(), policy=email.policy.default))
+            except FileNotFoundError:
+                continue
     return found
 
 
