@@ -79,12 +79,22 @@ import Testing
     /// Runs `command` with /bin/sh and answers its exit status (nil if still running after `limit`).
     /// posix_spawn and waitpid on its pid: Foundation's Process missed the exit of this short-lived
     /// child (isRunning stayed true after it had been reaped).
+    ///
+    /// The child gets standard input, output and error only. NIO accepts sockets without
+    /// close-on-exec, so a plain spawn handed every open connection of this process to the child;
+    /// `pg_ctl restart` then passed them to the PostgreSQL server it started, which kept them open
+    /// for the rest of the run, and a socket the test server had closed never reached its peer
+    /// (HardeningTests' stalled body stayed connected for 40 s in one full run in three).
     static func shell(_ command: String, within limit: Duration) async throws -> Int32? {
         var pid: pid_t = 0
         let words: [String] = ["/bin/sh", "-c", command]
         let argv: [UnsafeMutablePointer<CChar>?] = words.map { strdup($0) } + [nil]
         defer { for pointer in argv { free(pointer) } }
-        guard posix_spawn(&pid, "/bin/sh", nil, nil, argv, environ) == 0 else { return nil }
+        var actions = posix_spawn_file_actions_t()
+        guard posix_spawn_file_actions_init(&actions) == 0 else { return nil }
+        defer { posix_spawn_file_actions_destroy(&actions) }
+        try closeInheritedDescriptors(&actions)
+        guard posix_spawn(&pid, "/bin/sh", &actions, nil, argv, environ) == 0 else { return nil }
         let deadline = ContinuousClock.now + limit
         var status: Int32 = 0
         while waitpid(pid, &status, WNOHANG) == 0 {
@@ -92,6 +102,33 @@ import Testing
             try await Task.sleep(for: .milliseconds(50))
         }
         return (status >> 8) & 0xFF
+    }
+
+    /// Adds "close every descriptor from 3 up" to `actions`: glibc's closefrom action (2.34 and
+    /// later, what Debian 12 ships). The Swift overlay does not declare it, so it is looked up; a C
+    /// library without it is an error, not a spawn that leaks.
+    static func closeInheritedDescriptors(_ actions: inout posix_spawn_file_actions_t) throws {
+        typealias CloseFrom = @convention(c) (UnsafeMutablePointer<posix_spawn_file_actions_t>, CInt) -> CInt
+        guard let symbol = dlsym(UnsafeMutableRawPointer(bitPattern: 0), "posix_spawn_file_actions_addclosefrom_np") else {
+            throw SpawnError(what: "this C library has no posix_spawn_file_actions_addclosefrom_np (glibc 2.34 or later)")
+        }
+        guard unsafeBitCast(symbol, to: CloseFrom.self)(&actions, 3) == 0 else {
+            throw SpawnError(what: "posix_spawn_file_actions_addclosefrom_np failed")
+        }
+    }
+
+    struct SpawnError: Error { var what: String }
+
+    /// The restart's shell gets no descriptor of this process: a socket opened without
+    /// close-on-exec (as NIO accepts them) is not open in the child.
+    @Test func theRestartShellInheritsNoDescriptor() async throws {
+        let socket = Glibc.socket(AF_INET, CInt(SOCK_STREAM.rawValue), 0)
+        try #require(socket > 2)
+        defer { close(socket) }
+        #expect(fcntl(socket, F_GETFD) & FD_CLOEXEC == 0)
+        // The shell's own descriptor table: 0 when the socket is not there.
+        #expect(try await Self.shell("[ ! -e /proc/$$/fd/\(socket) ]", within: .seconds(20)) == 0)
+        #expect(try await Self.shell("[ -e /proc/$$/fd/1 ]", within: .seconds(20)) == 0)
     }
 
     /// PostgreSQL restarted under load, three times, then SIGTERM: the server answers after each
