@@ -4,7 +4,8 @@ extension ServerBenchmarks {
     /// The server's CPU time per answered request for `/healthz`, validate, signed validate and
     /// activate, in alternating rounds (machine noise hits every leg alike). CPU per request does
     /// not depend on wrk sharing the cores, so it compares the legs where requests/s cannot.
-    func cpuPerRequest(_ server: BenchServer, wrk: Wrk) async throws {
+    /// `totalLicenses` is how many licenses `server`'s database holds, for the report.
+    func cpuPerRequest(_ server: BenchServer, wrk: Wrk, totalLicenses: Int) async throws {
         let legs: [(name: String, run: () async throws -> Wrk.Result)] = [
             ("healthz", { try await wrk.run(url: server.base + "/healthz", script: WrkScripts.healthz, name: "healthz") }),
             ("validate", { try await server.validate(with: wrk) }),
@@ -37,7 +38,7 @@ extension ServerBenchmarks {
         let pace = max(1, Int((Double(connections) * 1000 / max(1, saturation / 2)).rounded()))
         let offered = Double(connections) * 1000 / Double(pace)
         let paced = try await server.validate(with: wrk, script: WrkScripts.pacedValidate, pace: "\(pace)")
-        print(#"{"benchmark":"server.validate_paced","saturation_ops_per_sec":\#(String(format: "%.1f", saturation)),"offered_ops_per_sec":\#(String(format: "%.1f", offered)),"ops_per_sec":\#(String(format: "%.1f", paced.requestsPerSecond)),"# +
+        print(#"{"benchmark":"server.validate_paced","licenses":\#(totalLicenses),"saturation_ops_per_sec":\#(String(format: "%.1f", saturation)),"offered_ops_per_sec":\#(String(format: "%.1f", offered)),"ops_per_sec":\#(String(format: "%.1f", paced.requestsPerSecond)),"# +
               #""p50_ms":\#(String(format: "%.3f", paced.p50ms)),"p99_ms":\#(String(format: "%.3f", paced.p99ms)),"errors":\#(paced.errors),"non_2xx":\#(paced.non2xx),"# +
               #""target":"p99 < 10 ms at half of saturation","meets_target":\#(paced.p99ms < 10 && paced.failures == 0)}"#)
         // Issue 39's targets: validate at most 1.6x /healthz's CPU, at least 0.55x its requests/s
@@ -50,7 +51,7 @@ extension ServerBenchmarks {
         let validateFailures = (results["validate"] ?? []).map(\.failures).reduce(0, +)
         let meets = validateRatio <= 1.6 && throughputRatio >= 0.55 && validateP99 < 8 && validateFailures == 0
             && activateRatio <= 5.0
-        print(#"{"benchmark":"server.cpu_per_request","rounds":\#(rounds),"healthz_cpu_us":\#(String(format: "%.1f", healthz)),"# +
+        print(#"{"benchmark":"server.cpu_per_request","licenses":\#(totalLicenses),"rounds":\#(rounds),"healthz_cpu_us":\#(String(format: "%.1f", healthz)),"# +
               #""healthz_ops_per_sec":\#(String(format: "%.1f", healthzRate)),"validate_throughput_ratio":\#(String(format: "%.3f", throughputRatio)),"# +
               [leg("validate"), leg("signed"), leg("activate")].joined(separator: ",") +
               #","target":"validate <= 1.6 x healthz CPU, >= 0.55 x its requests/s, p99 < 8 ms saturated, 0 errors; activate <= 5.0 x healthz CPU","meets_target":\#(meets)}"#)

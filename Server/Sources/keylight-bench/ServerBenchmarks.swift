@@ -30,7 +30,7 @@ struct ServerBenchmarks: AsyncParsableCommand {
     @Option(help: "SQLite connection pool size.")
     var poolSize = ServerConfiguration().poolSize
 
-    @Option(help: "Comma-separated phases to run: healthz, validate, telemetry, signed, activate, large, cpu, footprint.")
+    @Option(help: "Comma-separated phases to run: healthz, validate, telemetry, signed, activate, large, cpu, cpu-large (cpu on the large database), footprint.")
     var phases = "healthz,validate,telemetry,signed,activate,large,cpu"
 
     @Option(help: "Seconds of validate load on the large database before its memory is read (footprint phase).")
@@ -73,7 +73,13 @@ struct ServerBenchmarks: AsyncParsableCommand {
             try await databaseSizeComparison(small, wrk: wrk, directory: directory)
         }
         if selected.contains("cpu") {
-            try await cpuPerRequest(small, wrk: wrk)
+            try await cpuPerRequest(small, wrk: wrk, totalLicenses: licenses)
+        }
+        if selected.contains("cpu-large"), largeLicenses > licenses {
+            // The same legs with the license index `--large-licenses` deep (the same active ones).
+            let large = try await BenchServer.start(name: "large", activeLicenses: licenses, totalLicenses: largeLicenses, poolSize: poolSize, directory: directory)
+            defer { large.stop() }
+            try await cpuPerRequest(large, wrk: wrk, totalLicenses: largeLicenses)
         }
         if selected.contains("footprint") {
             try await footprint(small: small, directory: directory, wrk: wrk)
