@@ -31,6 +31,12 @@ struct DatabaseBenchmarks: AsyncParsableCommand {
     @Option(help: "PostgreSQL server URL (default: KEYLIGHT_DATABASE_URL or KEYLIGHT_TEST_POSTGRES_URL); a fresh database is created on it per run.")
     var postgresURL: String?
 
+    func validate() throws {
+        guard connections >= 1, seconds >= 1, licenses >= 1, processes >= 1 else {
+            throw ValidationError("--connections, --seconds, --licenses and --processes must be at least 1")
+        }
+    }
+
     func run() async throws {
         let environment = ProcessInfo.processInfo.environment
         guard let base = postgresURL ?? environment["KEYLIGHT_DATABASE_URL"] ?? environment["KEYLIGHT_TEST_POSTGRES_URL"] else {

@@ -33,6 +33,21 @@ struct ServerBenchmarks: AsyncParsableCommand {
     @Option(help: "Comma-separated phases to run: healthz, validate, telemetry, signed, activate, large, cpu, cpu-large (cpu on the large database), footprint.")
     var phases = "healthz,validate,telemetry,signed,activate,large,cpu"
 
+    static let knownPhases: Set<String> = ["healthz", "validate", "telemetry", "signed", "activate", "large", "cpu", "cpu-large", "footprint"]
+
+    private var selectedPhases: Set<String> { Set(phases.split(separator: ",").map { $0.trimmingCharacters(in: .whitespaces) }) }
+
+    /// A misspelt phase is an error, not a run that silently measures less than was asked.
+    func validate() throws {
+        let unknown = selectedPhases.subtracting(Self.knownPhases)
+        guard unknown.isEmpty else {
+            throw ValidationError("unknown phase(s): \(unknown.sorted().joined(separator: ", ")); known: \(Self.knownPhases.sorted().joined(separator: ", "))")
+        }
+        guard connections >= 1, seconds >= 1, licenses >= 1, rounds >= 1 else {
+            throw ValidationError("--connections, --seconds, --licenses and --rounds must be at least 1")
+        }
+    }
+
     @Option(help: "Seconds of validate load on the large database before its memory is read (footprint phase).")
     var footprintSeconds = 60
 
@@ -40,7 +55,7 @@ struct ServerBenchmarks: AsyncParsableCommand {
         let directory = FileManager.default.temporaryDirectory.appendingPathComponent("keylight-bench-\(UUID().uuidString)")
         try FileManager.default.createDirectory(at: directory, withIntermediateDirectories: true)
         defer { try? FileManager.default.removeItem(at: directory) }
-        let selected = Set(phases.split(separator: ",").map { $0.trimmingCharacters(in: .whitespaces) })
+        let selected = selectedPhases
         let wrk = Wrk(connections: connections, seconds: seconds, directory: directory)
 
         let small = try await BenchServer.start(name: "small", activeLicenses: licenses, totalLicenses: licenses, poolSize: poolSize, directory: directory)

@@ -46,7 +46,8 @@ struct Wrk {
         process.executableURL = URL(fileURLWithPath: "/usr/bin/env")
         // The run's tag goes last: the scripts seed their threads from it.
         let tag = String(UUID().uuidString.prefix(8)).lowercased()
-        process.arguments = ["wrk", "-t\(threads)", "-c\(connections)", "-d\(seconds)s", "--latency", "-s", scriptURL.path, url, "--"] + arguments + [tag]
+        // wrk refuses more threads than connections.
+        process.arguments = ["wrk", "-t\(min(threads, connections))", "-c\(connections)", "-d\(seconds)s", "--latency", "-s", scriptURL.path, url, "--"] + arguments + [tag]
         let out = Pipe()
         process.standardOutput = out
         process.standardError = FileHandle.standardError
