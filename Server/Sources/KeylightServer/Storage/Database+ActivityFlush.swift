@@ -12,12 +12,7 @@ extension Database {
             for (install, sighting) in keyless {
                 try await Self.storeKeyless(db, install, sighting, lock: lock)
             }
-            for (id, at) in times {
-                try await db.raw("""
-                    UPDATE instances SET last_validated_at = \(bind: at)
-                    WHERE id = \(bind: id) AND (last_validated_at IS NULL OR last_validated_at < \(bind: at))
-                    """).run()
-            }
+            try await Self.recordValidationTimes(db, times)
             try await Self.recordDeviceDays(db, devices.map { (kind: DeviceKind.licensed, deviceId: $0.key.instanceId, sighting: $0.value) })
             for (id, telemetry) in instanceTelemetry {
                 try await db.raw("UPDATE instances SET \(Self.telemetryAssignments(telemetry)) WHERE id = \(bind: id)").run()
@@ -33,6 +28,28 @@ extension Database {
             }
         }
     }
+
+    /// Validation times in statements of up to ``validationTimesPerStatement`` instances each: one
+    /// statement per instance cost each validate of a busy server several microseconds (on
+    /// SQLite a trip to sqlite-nio's threads and back per statement, on PostgreSQL a round trip).
+    /// In id order, so that processes flushing overlapping instances lock them in the same order.
+    /// A time never moves an instance's back.
+    static func recordValidationTimes(_ db: any SQLDatabase, _ times: [String: Int64]) async throws {
+        let ordered = times.sorted { $0.key < $1.key }
+        for start in stride(from: 0, to: ordered.count, by: validationTimesPerStatement) {
+            let rows = ordered[start..<min(start + validationTimesPerStatement, ordered.count)]
+                .map { "(\(bind: $0.key), \(bind: $0.value))" as SQLQueryString }
+                .joined(separator: ", ")
+            try await db.raw("""
+                WITH seen (instance_id, seen_at) AS (VALUES \(rows))
+                UPDATE instances SET last_validated_at = seen.seen_at FROM seen
+                WHERE instances.id = seen.instance_id AND (instances.last_validated_at IS NULL OR instances.last_validated_at < seen.seen_at)
+                """).run()
+        }
+    }
+
+    /// Two binds each: well under SQLite's and PostgreSQL's limits on binds per statement.
+    static let validationTimesPerStatement = 200
 
     /// Deletes keyless installs that never bought a license and were last seen before `cutoff`
     /// (abandoned trials, and ids made up by whoever holds the public SDK key); answers how many.
