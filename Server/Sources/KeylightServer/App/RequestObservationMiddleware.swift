@@ -78,6 +78,6 @@ struct RequestObservationMiddleware: RouterMiddleware {
            given.utf8.allSatisfy({ $0 > 0x20 && $0 < 0x7F }) {
             return given
         }
-        return UUID().uuidString.lowercased()
+        return RandomUUID.lowercaseString()
     }
 }

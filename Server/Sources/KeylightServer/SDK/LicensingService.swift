@@ -99,7 +99,7 @@ final class LicensingService: Sendable {
         freeTierId: String?, deviceKey: String?, change: InstanceChange, now: Int64, telemetry: Telemetry? = nil
     ) async throws -> (instanceId: String, grant: LicenseGrant) {
         var attempt = 0
-        let newInstanceId = UUID().uuidString.lowercased()
+        let newInstanceId = RandomUUID.lowercaseString()
         while true {
             attempt += 1
             let outcome: ActivationOutcome
