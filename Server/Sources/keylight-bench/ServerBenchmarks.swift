@@ -39,6 +39,7 @@ struct ServerBenchmarks: AsyncParsableCommand {
 
     /// A misspelt phase is an error, not a run that silently measures less than was asked.
     func validate() throws {
+        guard !selectedPhases.isEmpty else { throw ValidationError("--phases names no phase") }
         let unknown = selectedPhases.subtracting(Self.knownPhases)
         guard unknown.isEmpty else {
             throw ValidationError("unknown phase(s): \(unknown.sorted().joined(separator: ", ")); known: \(Self.knownPhases.sorted().joined(separator: ", "))")

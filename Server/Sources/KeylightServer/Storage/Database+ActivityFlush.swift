@@ -14,9 +14,7 @@ extension Database {
             }
             try await Self.recordValidationTimes(db, times)
             try await Self.recordDeviceDays(db, devices.map { (kind: DeviceKind.licensed, deviceId: $0.key.instanceId, sighting: $0.value) })
-            for (id, telemetry) in instanceTelemetry {
-                try await db.raw("UPDATE instances SET \(Self.telemetryAssignments(telemetry)) WHERE id = \(bind: id)").run()
-            }
+            try await Self.recordInstanceTelemetry(db, instanceTelemetry)
             for (key, count) in usage {
                 try await db.raw("""
                     INSERT INTO usage_daily (tenant_id, product_id, day, activations, validations)
@@ -50,6 +48,25 @@ extension Database {
 
     /// Two binds each: well under SQLite's and PostgreSQL's limits on binds per statement.
     static let validationTimesPerStatement = 200
+
+    /// What instances sent that differs from what their rows hold (every device after a restart,
+    /// every device that updated the app), ``validationTimesPerStatement`` instances a statement
+    /// as for the times. Each row gets every telemetry column, NULL where not sent.
+    static func recordInstanceTelemetry(_ db: any SQLDatabase, _ telemetry: [String: Telemetry]) async throws {
+        let ordered = telemetry.sorted { $0.key < $1.key }
+        let assignments: SQLQueryString = InsightDimension.allCases
+            .map { "\(ident: $0.column) = sent.\(ident: $0.column)" as SQLQueryString }
+            .joined(separator: ", ")
+        for start in stride(from: 0, to: ordered.count, by: validationTimesPerStatement) {
+            let rows = ordered[start..<min(start + validationTimesPerStatement, ordered.count)]
+                .map { "(\(bind: $0.key), \(telemetryBinds($0.value)))" as SQLQueryString }
+                .joined(separator: ", ")
+            try await db.raw("""
+                WITH sent (instance_id, \(telemetryColumns)) AS (VALUES \(rows))
+                UPDATE instances SET \(assignments) FROM sent WHERE instances.id = sent.instance_id
+                """).run()
+        }
+    }
 
     /// Deletes keyless installs that never bought a license and were last seen before `cutoff`
     /// (abandoned trials, and ids made up by whoever holds the public SDK key); answers how many.
