@@ -5,7 +5,7 @@ extension LicenseManager {
     /// Activates `key` on this device. On success the state is decided by the new lease, which
     /// must verify against the trusted keys; any failure leaves the state as it was.
     public func activate(key text: String) async throws {
-        try requireReadableStore()
+        try await requireReadableStore()
         let key: LicenseKey
         do {
             key = try typedKey(text)
@@ -13,7 +13,7 @@ extension LicenseManager {
             lastError = error
             throw error
         }
-        let machine = try machineHash()
+        let machine = try await machineHash()
         let freeTierId = state == .freeTier ? stored.keylessInstanceId : nil
         let exchange = await client.activate(key: key.text, instanceName: configuration.instanceName, machineHash: machine, freeTierInstanceId: freeTierId)
         record(exchange.verification)
@@ -26,6 +26,7 @@ extension LicenseManager {
             }
             adopt(body.lease, instanceId: body.instance_id, key: key, verification: exchange.verification.storedName,
                   heartbeat: body.heartbeat_seconds, overLimit: body.over_limit, licenseExpiresAt: body.license_expires_at, now: now)
+            await flushWrites()
         case .rejected(var error), .transient(var error, _):
             // A full license: the devices holding its slots, each freeable with this key.
             error.seats = error.seats?.owned(by: key.text, thisInstance: nil)
@@ -36,9 +37,9 @@ extension LicenseManager {
 
     /// Reads a store that was locked at launch once more; throws ``KeylightError/storageLocked``
     /// while it still is, so nothing is activated or forgotten that could not be kept.
-    func requireReadableStore() throws {
-        guard storeLocked else { return }
-        guard loadStoredState() else { throw KeylightError.storageLocked }
+    func requireReadableStore() async throws {
+        guard storeLocked || !loaded else { return }
+        guard await loadStoredState() else { throw KeylightError.storageLocked }
         resolve()
     }
 
@@ -85,7 +86,7 @@ extension LicenseManager {
     /// Frees this device's slot on the server and forgets the license; the trial (which started
     /// at the first launch) is evaluated again. Offline, nothing changes and the error is thrown.
     public func deactivate() async throws {
-        try requireReadableStore()
+        try await requireReadableStore()
         guard let key = stored.licenseKey, let instanceId = stored.instanceId else { throw KeylightError.notActivated }
         let exchange = await client.deactivate(key: key, instanceId: instanceId)
         record(exchange.verification)
@@ -96,6 +97,7 @@ extension LicenseManager {
             lastError = nil
             persist()
             resolve(announcing: false)
+            await flushWrites()
         case .transient(let error, _) where error.code == "NOT_FOUND":
             // The server itself (its JSON code) no longer knows this license or instance
             // (a reminted key): there is no seat to free, and the user asked to forget it.
@@ -103,6 +105,7 @@ extension LicenseManager {
             lastError = nil
             persist()
             resolve(announcing: false)
+            await flushWrites()
         case .transient(let error, _):
             lastError = error
             throw error

@@ -16,8 +16,8 @@ extension LicenseManager {
     /// ("Your license key for other platforms"). Any failure leaves the state as it was; the
     /// server's refusals (`APPSTORE_…` codes) are thrown as ``KeylightError``.
     public func activate(appStoreTransaction jws: String) async throws {
-        try requireReadableStore()
-        let machine = try machineHash()
+        try await requireReadableStore()
+        let machine = try await machineHash()
         let exchange = await client.activate(appStoreTransaction: jws, instanceName: configuration.instanceName, machineHash: machine)
         record(exchange.verification)
         let now = configuration.clock.unixSeconds
@@ -29,6 +29,7 @@ extension LicenseManager {
             }
             adopt(body.lease, instanceId: body.instance_id, key: key, verification: exchange.verification.storedName,
                   heartbeat: body.heartbeat_seconds, overLimit: body.over_limit, licenseExpiresAt: body.license_expires_at, now: now)
+            await flushWrites()
         case .rejected(let error), .transient(let error, _):
             lastError = error
             throw error

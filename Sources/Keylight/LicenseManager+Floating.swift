@@ -30,6 +30,7 @@ extension LicenseManager {
             stored.lastAttempt = nil
             persist()
             resolve()
+            await flushWrites()
             return true
         case .transient(let error, _):
             lastError = error
@@ -42,7 +43,7 @@ extension LicenseManager {
     /// the heartbeat; the server's refusal of the license itself is kept as for any license.
     func takeSeat(key text: String, now: Int64) async -> (KeylightError, Int?)? {
         guard let key = try? LicenseKey(text) else { return (.invalidKeyFormat, nil) }
-        guard let machine = try? machineHash() else { return (.storage("the device identity could not be read"), nil) }
+        guard let machine = try? await machineHash() else { return (.storage("the device identity could not be read"), nil) }
         // Whatever happens next, the old seat is over.
         stored.releaseSeat()
         let exchange = await client.activate(key: key.text, instanceName: configuration.instanceName, machineHash: machine, freeTierInstanceId: nil)

@@ -28,18 +28,19 @@ extension LicenseManager {
     /// sends it on its own, at most daily). Fire-and-forget: a failure is kept in ``lastError``
     /// and changes nothing; with a license on this device nothing is sent.
     public func reportKeylessState(_ state: KeylessReportState) async {
-        guard !storeLocked, stored.licenseKey == nil else { return }
+        guard await ensureLoaded(), stored.licenseKey == nil else { return }
         if stored.keylessInstanceId == nil {
             stored.keylessInstanceId = UUID().uuidString.lowercased()
             persist()
         }
-        guard let instanceId = stored.keylessInstanceId, let machine = try? machineHash() else { return }
+        guard let instanceId = stored.keylessInstanceId, let machine = try? await machineHash() else { return }
         let exchange = await client.keyless(instanceId: instanceId, state: state.rawValue, machineHash: machine)
         record(exchange.verification)
         switch exchange.reply {
         case .success:
             stored.lastBeacon = configuration.clock.unixSeconds
             persist()
+            await flushWrites()
         case .rejected(let error), .transient(let error, _):
             lastError = error
         }

@@ -35,7 +35,7 @@ extension LicenseManager {
         guard !verification.expired else { throw KeylightError.offlineFile("This activation has expired; make a new request.") }
         guard response.lease.licenseKeyHash == key.keyHash else { throw KeylightError.offlineFile("This activation is for another license key.") }
         guard let deviceKey = try DeviceKey.existing(in: configuration.store),
-              response.isBound(to: try machineHash(), deviceKey: deviceKey.publicKey, keyset: resolver.trustedKeys) else {
+              response.isBound(to: try machineHashNow(), deviceKey: deviceKey.publicKey, keyset: resolver.trustedKeys) else {
             throw KeylightError.offlineFile("This activation was made for another device.")
         }
         if stored.surrenderedInstances?.contains(response.instanceId) == true {
@@ -106,6 +106,7 @@ extension LicenseManager {
             if stored.pendingDeactivationProof == proof {
                 stored.pendingDeactivationProof = nil
                 persist()
+                await flushWrites()
             }
         case .rejected(let error), .transient(let error, _):
             throw error

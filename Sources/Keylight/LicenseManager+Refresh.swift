@@ -7,8 +7,9 @@ extension LicenseManager {
     /// Transient failures keep the state and schedule a retry; only the server's explicit
     /// refusal turns a license `.invalid`.
     public func refreshIfNeeded(force: Bool = false) async {
-        // Nothing is known before the store has been read (a locked Keychain is read again on a timer).
-        guard !storeLocked else { return }
+        // Nothing is known before the store has been read (a locked Keychain is read again on a
+        // timer), and nothing is written over what it keeps.
+        guard await ensureLoaded() else { return }
         let policy = configuration.refreshPolicy
         let now = configuration.clock.unixSeconds
         let due = if let heartbeat = floatingHeartbeat {
@@ -52,11 +53,12 @@ extension LicenseManager {
             failures = 0
             schedule(now: now)
         }
+        await flushWrites()
     }
 
     private func refreshLicense(key: String, instanceId: String, now: Int64) async -> (KeylightError, Int?)? {
         // Never an empty machine_hash: a store read failure is transient, retried later.
-        guard let machine = try? machineHash() else { return (.storage("the device identity could not be read"), nil) }
+        guard let machine = try? await machineHash() else { return (.storage("the device identity could not be read"), nil) }
         let exchange = await client.validate(key: key, instanceId: instanceId, machineHash: machine)
         record(exchange.verification)
         switch exchange.reply {
@@ -105,7 +107,7 @@ extension LicenseManager {
         let policy = configuration.refreshPolicy
         let beaconDue = stored.lastBeacon.map { now - $0 >= policy.beaconInterval } ?? true
         let config: SignedProductConfig
-        let verification: VerificationResult
+        let verification: SignatureCheck
         if beaconDue {
             if stored.keylessInstanceId == nil { stored.keylessInstanceId = UUID().uuidString.lowercased() }
             // Protocol 6.1: a trial that ran out (and no free tier) reports `expired`.
@@ -114,7 +116,7 @@ extension LicenseManager {
             case .expired: "expired"
             default: "trial"
             }
-            guard let machine = try? machineHash() else { return (.storage("the device identity could not be read"), nil) }
+            guard let machine = try? await machineHash() else { return (.storage("the device identity could not be read"), nil) }
             let exchange = await client.keyless(instanceId: stored.keylessInstanceId!, state: keylessState, machineHash: machine)
             record(exchange.verification)
             verification = exchange.verification

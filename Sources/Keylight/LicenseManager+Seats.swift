@@ -5,6 +5,7 @@ extension LicenseManager {
     /// The devices using this device's license (protocol 6.3), for a "3 of 3 devices in use"
     /// screen. Needs the server; changes no state.
     public func devices() async throws -> Seats {
+        try await requireReadableStore()
         // The stored key was checked when it was activated.
         guard let text = stored.licenseKey, let key = try? LicenseKey(text) else { throw KeylightError.notActivated }
         return try await devices(of: key)
@@ -31,6 +32,7 @@ extension LicenseManager {
     /// here); for another, its slot is freed on the server and this device is unchanged, so an
     /// app can free "Studio Mac" and then activate. The customer's key is the proof of ownership.
     public func deactivate(device: Device) async throws {
+        try await requireReadableStore()
         if device.isThisDevice || (device.id == stored.instanceId && stored.licenseKey.map(LicenseKey.hash(normalizing:)) == LicenseKey.hash(normalizing: device.licenseKey)) {
             try await deactivate()
             return

@@ -1,63 +1,109 @@
 import Foundation
 import KeylightCore
-import Observation
-#if canImport(Combine)
-import Combine
-#endif
 
 /// One element of ``LicenseManager/stateChanges()``.
 public struct LicenseUpdate: Hashable, Sendable {
     public var state: LicenseState
     /// The verification result of the last response (with the failure reason, if any).
-    public var verification: VerificationResult
+    public var verification: SignatureCheck
 }
 
 /// Resolves and keeps this app's license state: offline-first at launch, refreshed on a fixed
-/// cadence, published through Observation, an `AsyncStream` and a notification.
+/// cadence, published to SwiftUI (`ObservableObject` on every system, Observation where the system
+/// has it), an `AsyncStream` and a notification.
 @MainActor
-@Observable
 public final class LicenseManager {
-    /// The current state. Starts `.expired` (nothing granted) until ``checkOnLaunch()``.
-    public private(set) var state: LicenseState = .expired
+    /// The current state. `.expired` (nothing granted) until ``isResolved``: draw neither the
+    /// paywall nor the licensed content before then.
+    public private(set) var state: LicenseState {
+        get { access(\.state); return _state }
+        set { withMutation(\.state) { _state = newValue } }
+    }
+    /// Whether ``state`` has been decided from what this device keeps (``checkOnLaunch()`` reads it
+    /// before any network call). Not a state of its own: before it, the app shows neither the
+    /// paywall nor the content, so a paying user never sees the paywall flash at launch.
+    public private(set) var isResolved: Bool {
+        get { access(\.isResolved); return _isResolved }
+        set { withMutation(\.isResolved) { _isResolved = newValue } }
+    }
+    /// Why the state is what it is, for the interface to word (nil while licensed or in a trial).
+    public private(set) var stateReason: LicenseState.Reason? {
+        get { access(\.stateReason); return _stateReason }
+        set { withMutation(\.stateReason) { _stateReason = newValue } }
+    }
     /// Entitlement codes granted now: the license's when `.licensed`, ``Configuration/fallbackEntitlements``
     /// when `.limited`, else none. Never the signed `updates-until:` code (see ``updatesEntitledUntil``).
-    public private(set) var entitlements: [String] = []
-    /// Why the state is what it is, in words.
-    public private(set) var reason = "not checked yet"
+    public private(set) var entitlements: [String] {
+        get { access(\.entitlements); return _entitlements }
+        set { withMutation(\.entitlements) { _entitlements = newValue } }
+    }
+    /// Why the state is what it is, in English words for logs (``stateReason`` is for code).
+    public private(set) var reason: String {
+        get { access(\.reason); return _reason }
+        set { withMutation(\.reason) { _reason = newValue } }
+    }
     /// The last error from the server or storage (state changes only on server decisions).
-    public internal(set) var lastError: KeylightError?
+    public internal(set) var lastError: KeylightError? {
+        get { access(\.lastError); return _lastError }
+        set { withMutation(\.lastError) { _lastError = newValue } }
+    }
     /// The server's last word on seats: more are in use than the license's limit (its overage
     /// allows it). For a gentle "buy more seats" message, never for refusing access.
-    public internal(set) var isOverLimit = false
+    public internal(set) var isOverLimit: Bool {
+        get { access(\.isOverLimit); return _isOverLimit }
+        set { withMutation(\.isOverLimit) { _isOverLimit = newValue } }
+    }
     /// When the manager will next refresh on its own.
-    public internal(set) var nextRefreshAt: Date?
+    public internal(set) var nextRefreshAt: Date? {
+        get { access(\.nextRefreshAt); return _nextRefreshAt }
+        set { withMutation(\.nextRefreshAt) { _nextRefreshAt = newValue } }
+    }
     /// How the last response's signature checked out (see ``VerificationMode``).
-    public internal(set) var lastVerification: VerificationResult = .notRequested
+    public internal(set) var lastVerification: SignatureCheck {
+        get { access(\.lastVerification); return _lastVerification }
+        set { withMutation(\.lastVerification) { _lastVerification = newValue } }
+    }
+
+    private var _state: LicenseState = .expired
+    private var _isResolved = false
+    private var _stateReason: LicenseState.Reason?
+    private var _entitlements: [String] = []
+    private var _reason = "not checked yet"
+    private var _lastError: KeylightError?
+    private var _isOverLimit = false
+    private var _nextRefreshAt: Date?
+    private var _lastVerification: SignatureCheck = .notRequested
+    let observationRegistrar = LicenseManager.makeObservationRegistrar()
 
     public let configuration: Configuration
 
-    @ObservationIgnored let client: KeylightClient
-    @ObservationIgnored let resolver: LicenseResolver
-    @ObservationIgnored var stored = PersistedState()
-    @ObservationIgnored var failures = 0
-    @ObservationIgnored var pendingRefresh: Task<Void, Never>?
-    @ObservationIgnored var scheduledRefresh: Task<Void, Never>?
-    @ObservationIgnored var observers: [UUID: AsyncStream<LicenseUpdate>.Continuation] = [:]
-    @ObservationIgnored var random = SystemRandomNumberGenerator()
+    let client: KeylightClient
+    let resolver: LicenseResolver
+    /// The store's reads and writes, off the main actor.
+    let io: StoreIO
+    var stored = PersistedState()
+    var failures = 0
+    var pendingRefresh: Task<Void, Never>?
+    var scheduledRefresh: Task<Void, Never>?
+    var observers: [UUID: AsyncStream<LicenseUpdate>.Continuation] = [:]
+    var random = SystemRandomNumberGenerator()
     /// A license the server refused is asked about again once per launch (a reinstated license
     /// recovers without the key being entered again).
-    @ObservationIgnored var recheckRefusal = false
+    var recheckRefusal = false
     /// The store could not be read yet at launch (see ``loadStoredState()``).
-    @ObservationIgnored var storeLocked = false
+    var storeLocked = false
+    /// The store has been read once (or is being read: ``loading``).
+    var loaded = false
+    var loading: Task<Bool, Never>?
+    /// The last write handed to ``io``; each waits for the one before it.
+    var lastWrite: Task<Void, Never>?
+    var writeSequence = 0
     /// Turns state changes into ``LicenseLifecycleEvent``s.
-    @ObservationIgnored var lifecycle = LifecycleTracker()
-    #if canImport(Combine)
-    /// Drives `ObservableObject`'s `objectWillChange` (for `@StateObject`, `@EnvironmentObject`).
-    @ObservationIgnored @Published private var changes = 0
-    #endif
+    var lifecycle = LifecycleTracker()
 
     public init(configuration: Configuration) {
         self.configuration = configuration
+        self.io = StoreIO(store: configuration.store)
         self.client = KeylightClient(
             transport: configuration.transport, tenantId: configuration.tenantId, productId: configuration.productId,
             sdkKey: configuration.sdkKey, mode: configuration.verificationMode,
@@ -105,10 +151,11 @@ public final class LicenseManager {
     /// When the cached lease ends, if there is one.
     public var leaseExpiresAt: Date? { stored.lease.map { Date(timeIntervalSince1970: TimeInterval($0.expiresAt)) } }
 
-    /// Decides the state from what is stored, without waiting for the network, then refreshes
-    /// in the background if a refresh is due (``waitUntilIdle()`` awaits it).
+    /// Decides the state from what this device keeps, before any network call (the store is
+    /// read off the main actor), sets ``isResolved``, then refreshes in the background if a
+    /// refresh is due (``waitUntilIdle()`` awaits it).
     public func checkOnLaunch() async {
-        guard loadStoredState() else { return }
+        guard await loadStoredState() else { return }
         if stored.trialStartedAt == nil {
             stored.trialStartedAt = configuration.clock.unixSeconds
             persist()
@@ -120,9 +167,11 @@ public final class LicenseManager {
         pendingRefresh = Task { await self.refreshIfNeeded(force: self.recheckRefusal) }
     }
 
-    /// Waits for the refresh started by ``checkOnLaunch()`` (tests, command-line tools).
+    /// Waits for the refresh started by ``checkOnLaunch()`` and for what it wrote to the store
+    /// (tests, command-line tools).
     public func waitUntilIdle() async {
         await pendingRefresh?.value
+        await flushWrites()
     }
 
     /// Updates from now on: one element per change of state or of the verification result.
@@ -142,13 +191,15 @@ public final class LicenseManager {
     /// deactivation) from being announced as a lifecycle event.
     func resolve(announcing: Bool = true) {
         let resolution = resolver.resolve(stored, now: configuration.clock.unixSeconds)
-        willChange()
-        reason = resolution.reason
-        entitlements = resolution.entitlements
+        if reason != resolution.reason { reason = resolution.reason }
+        if stateReason != resolution.detail { stateReason = resolution.detail }
+        if entitlements != resolution.entitlements { entitlements = resolution.entitlements }
         let previous = state
         let event = lifecycle.transition(from: previous, to: resolution.state, licenseExpiresAt: stored.licenseExpiresAt, announcing: announcing)
-        if resolution.state != state {
-            state = resolution.state
+        let firstResolution = !isResolved
+        if firstResolution { isResolved = true }
+        if resolution.state != state || firstResolution {
+            if resolution.state != state { state = resolution.state }
             publish()
             NotificationCenter.default.post(name: .keylightLicenseDidChange, object: self, userInfo: [
                 "state": resolution.state.name, "verification": lastVerification.description,
@@ -157,17 +208,8 @@ public final class LicenseManager {
         if let event { NotificationCenter.default.post(name: .keylightLifecycleEvent, object: self, userInfo: event.userInfo) }
     }
 
-    /// Said before any published property changes, for `ObservableObject` observers (SwiftUI's
-    /// `@StateObject`) on Apple platforms; Observation tracks the properties themselves.
-    func willChange() {
-        #if canImport(Combine)
-        changes &+= 1
-        #endif
-    }
-
     /// Records how a response's signature checked out, publishing a change.
-    func record(_ verification: VerificationResult) {
-        willChange()
+    func record(_ verification: SignatureCheck) {
         if case .failed(let reason) = verification, configuration.verificationMode == .informational {
             configuration.onVerificationFailure?(.signatureVerificationFailed(reason))
         }
@@ -181,49 +223,81 @@ public final class LicenseManager {
         for continuation in observers.values { continuation.yield(update) }
     }
 
-    /// Reads what the store keeps. False when the store cannot be read yet (the Keychain before
-    /// the first unlock): nothing is resolved, written or sent until a later read succeeds — an
-    /// empty state written then would erase the license — and the read is retried on a timer.
-    func loadStoredState() -> Bool {
-        do {
-            let (state, isCompact) = try PersistedState.loadReportingLayout(from: configuration.store)
-            stored = state
+    /// Reads what the store keeps, off the main actor (one read at a time; a second caller waits
+    /// for the first). False when the store cannot be read yet (the Keychain or a protected file
+    /// before the first unlock): nothing is resolved, written or sent until a later read succeeds —
+    /// an empty state written then would erase the license — and the read is retried on a timer.
+    func loadStoredState() async -> Bool {
+        if let loading { return await loading.value }
+        let task = Task { await self.readStore() }
+        loading = task
+        let readable = await task.value
+        loading = nil
+        return readable
+    }
+
+    private func readStore() async -> Bool {
+        // What this manager wrote last is on the store before it is read back.
+        await flushWrites()
+        let result: Result<(state: PersistedState, isCompact: Bool), any Error>
+        do { result = .success(try await io.load()) } catch { result = .failure(error) }
+        switch result {
+        case .success(let loaded):
+            stored = loaded.state
             storeLocked = false
+            self.loaded = true
             // An earlier SDK's JSON: read once, kept in the compact layout from now on.
-            if !isCompact { persist() }
-        } catch let error as KeylightError where error.code == KeylightError.storageLocked.code {
+            if !loaded.isCompact { persist() }
+            return true
+        case .failure(let error as KeylightError) where error.code == KeylightError.storageLocked.code:
             lastError = error
             storeLocked = true
             reason = "waiting for the device to be unlocked"
             let delay = configuration.refreshPolicy.lockedStoreRetry
             scheduledRefresh?.cancel()
             scheduledRefresh = Task { [weak self] in
-                try? await Task.sleep(for: .seconds(delay))
+                try? await Task.sleep(nanoseconds: UInt64(delay * 1_000_000_000))
                 guard !Task.isCancelled else { return }
                 await self?.checkOnLaunch()
             }
             return false
-        } catch let error as KeylightError {
+        case .failure(let error):
             // Unreadable (corrupt) state: start again from nothing rather than never launch.
-            lastError = error
+            lastError = (error as? KeylightError) ?? .storage("\(error)")
             stored = PersistedState()
-        } catch {
-            lastError = .storage("\(error)")
-            stored = PersistedState()
+            storeLocked = false
+            self.loaded = true
+            return true
         }
-        storeLocked = false
+    }
+
+    /// True once the store has been read; reads it first if it has not been (a call made before
+    /// ``checkOnLaunch()`` must not write an empty state over a license).
+    func ensureLoaded() async -> Bool {
+        if loaded && !storeLocked { return true }
+        guard await loadStoredState() else { return false }
+        if !isResolved { resolve() }
         return true
     }
 
+    /// Hands the state as it is now to the store, off the main actor, after every earlier write.
     func persist() {
         guard !storeLocked else { return }
-        do {
-            try stored.save(to: configuration.store)
-        } catch let error as KeylightError {
-            lastError = error
-        } catch {
-            lastError = .storage("\(error)")
+        writeSequence += 1
+        let sequence = writeSequence, snapshot = stored, io = io, previous = lastWrite
+        lastWrite = Task { [weak self] in
+            await previous?.value
+            do {
+                try await io.save(snapshot, sequence: sequence)
+            } catch {
+                self?.lastError = (error as? KeylightError) ?? .storage("\(error)")
+            }
         }
+    }
+
+    /// Waits until every state handed to ``persist()`` so far is on the store.
+    func flushWrites() async {
+        await lastWrite?.value
     }
 
     /// Records the server's own time from a verified response (a lease's or config's `issuedAt`)
@@ -240,17 +314,19 @@ public final class LicenseManager {
         LicenseResolver.isClockManipulated(serverSeen: stored.serverSeen, now: configuration.clock.unixSeconds)
     }
 
-    /// This device's per-product hash. A store that cannot be read is an error, never an empty
-    /// hash: the server would take "" for another machine.
-    func machineHash() throws -> String {
+    /// This device's per-product hash, read (or made, on first use) off the main actor. A store
+    /// that cannot be read is an error, never an empty hash: the server would take "" for another machine.
+    func machineHash() async throws -> String {
+        let hash = try await io.machineHash(productKey: "\(configuration.tenantId)/\(configuration.productId)")
+        guard !hash.isEmpty else { throw KeylightError.storage("no device identity") }
+        return hash
+    }
+
+    /// The same, read here: for the offline-file calls, which are synchronous.
+    func machineHashNow() throws -> String {
         let hash = try MachineIdentity.hash(productKey: "\(configuration.tenantId)/\(configuration.productId)", store: configuration.store)
         guard !hash.isEmpty else { throw KeylightError.storage("no device identity") }
         return hash
     }
 }
 
-#if canImport(Combine)
-/// SwiftUI code written for `ObservableObject` (`@StateObject`, `@ObservedObject`,
-/// `@EnvironmentObject`) works unchanged; Observation (`@Observable`) works too.
-extension LicenseManager: ObservableObject {}
-#endif

@@ -4,3 +4,8 @@
 @_exported import Crypto
 @_exported import Keylight
 @_exported import KeylightCore
+
+/// The hosted SDK's name for ``Keylight/SignatureCheck``. Renamed in Keylight 2.0 because StoreKit
+/// has a `VerificationResult` of its own: a file that imports both cannot use this name.
+@available(*, deprecated, renamed: "SignatureCheck")
+public typealias VerificationResult = SignatureCheck

@@ -68,11 +68,12 @@ import Testing
         let next = Fixture.manager(server: server, store: store)
         await next.checkOnLaunch()
         #expect(next.state == .licensed)
+        // Written off the main actor: on the store once the manager is idle.
+        await next.waitUntilIdle()
         let rewritten = try #require(try store.data(for: PersistedState.storeKey))
         #expect(rewritten.starts(with: PersistedState.compactHeader))
         #expect(try PersistedState.decode(rewritten).state.licenseKey == Fixture.key)
         #expect(try PersistedState.decode(rewritten).state.lease == kept.lease)
-        await next.waitUntilIdle()
 
         let third = Fixture.manager(server: server, store: store)
         await third.checkOnLaunch()

@@ -37,6 +37,8 @@ struct LicenseResolver: Sendable {
         var entitlements: [String]
         /// Why, for logs and `status` output.
         var reason: String
+        /// Why, for the app's interface (nil while licensed or in a trial).
+        var detail: LicenseState.Reason? = nil
     }
 
     static let rollbackTolerance: Int64 = 3_600
@@ -49,44 +51,44 @@ struct LicenseResolver: Sendable {
 
     func resolve(_ stored: PersistedState, now: Int64) -> Resolution {
         if Self.isClockManipulated(serverSeen: stored.serverSeen, now: now) {
-            return Resolution(state: .invalid, entitlements: [], reason: "clock set back before the last server contact")
+            return Resolution(state: .invalid, entitlements: [], reason: "clock set back before the last server contact", detail: .clockSetBack)
         }
         if let key = stored.licenseKey {
             if let rejection = stored.rejection {
-                return Resolution(state: .invalid, entitlements: [], reason: "refused by the server (\(rejection))")
+                return Resolution(state: .invalid, entitlements: [], reason: "refused by the server (\(rejection))", detail: .refusal(rejection))
             }
             if stored.lease == nil, stored.awaitingVerifiedLease == true {
-                return Resolution(state: .expired, entitlements: [], reason: "waiting for a verified response from the server")
+                return Resolution(state: .expired, entitlements: [], reason: "waiting for a verified response from the server", detail: .awaitingVerification)
             }
             if stored.floatingHeartbeat != nil, !stored.holdsSeat {
-                return limited("floating license: no seat held; one is taken when the server is reached")
+                return limited("floating license: no seat held; one is taken when the server is reached", .noFloatingSeat)
             }
             guard let lease = stored.lease, stored.instanceId == lease.instanceId,
                   LicenseKey.hash(normalizing: key) == lease.licenseKeyHash else {
-                return Resolution(state: .invalid, entitlements: [], reason: "no lease for this license")
+                return Resolution(state: .invalid, entitlements: [], reason: "no lease for this license", detail: .tampered)
             }
             let verification = lease.verify(with: trustedKeys, now: now)
             guard verification.isTrusted else {
-                return Resolution(state: .invalid, entitlements: [], reason: verification.kidKnown ? "lease signature invalid" : "lease signed by an unknown key")
+                return Resolution(state: .invalid, entitlements: [], reason: verification.kidKnown ? "lease signature invalid" : "lease signed by an unknown key", detail: .tampered)
             }
             if stored.floatingHeartbeat != nil, lease.status != .expired,
                verification.expired || Self.floatingSeatLapsed(lease, receivedAt: stored.leaseReceivedAt, now: now) {
-                return limited("floating license: the seat was not renewed within its heartbeat")
+                return limited("floating license: the seat was not renewed within its heartbeat", .noFloatingSeat)
             }
             if verification.expired {
-                return Resolution(state: .expired, entitlements: [], reason: "lease expired; the server has not been reached since")
+                return Resolution(state: .expired, entitlements: [], reason: "lease expired; the server has not been reached since", detail: .leaseExpiredOffline)
             }
             if let cap = maxOfflineSeconds, stored.offlineActivation != true, lease.status != .expired, now - lease.issuedAt > cap {
-                return Resolution(state: .expired, entitlements: [], reason: "not validated online for more than \(cap / 86_400) days")
+                return Resolution(state: .expired, entitlements: [], reason: "not validated online for more than \(cap / 86_400) days", detail: .offlineTooLong(days: Int(cap / 86_400)))
             }
             switch lease.status {
             case .active:
                 if let until = UpdatesEntitlement.date(in: lease.entitlements), let release = appReleaseDate, release > until {
-                    return limited("this build (released \(Self.day(release))) is newer than the updates this license covers (until \(Self.day(until)))")
+                    return limited("this build (released \(Self.day(release))) is newer than the updates this license covers (until \(Self.day(until)))", .updatesEnded(until: Date(timeIntervalSince1970: TimeInterval(until))))
                 }
                 return Resolution(state: .licensed, entitlements: UpdatesEntitlement.removing(from: lease.entitlements), reason: "current lease")
-            case .fallback: return limited("fallback lease")
-            case .expired: return Resolution(state: .expired, entitlements: [], reason: "license expired")
+            case .fallback: return limited("fallback lease", .fallbackAccess)
+            case .expired: return Resolution(state: .expired, entitlements: [], reason: "license expired", detail: .licenseExpired)
             }
         }
         let config = trustedConfig(stored.config)
@@ -99,9 +101,9 @@ struct LicenseResolver: Sendable {
             return Resolution(state: .trial(daysLeft: daysLeft), entitlements: [], reason: "trial")
         }
         if config?.freeTierEnabled ?? freeTierSeed {
-            return Resolution(state: .freeTier, entitlements: [], reason: "trial over; free tier")
+            return Resolution(state: .freeTier, entitlements: [], reason: "trial over; free tier", detail: .trialOver)
         }
-        return Resolution(state: .expired, entitlements: [], reason: config == nil ? "trial over; product config never verified" : "trial over")
+        return Resolution(state: .expired, entitlements: [], reason: config == nil ? "trial over; product config never verified" : "trial over", detail: .trialOver)
     }
 
     /// The trial alone, whatever the license: not started (no launch yet), running, or over.
@@ -126,8 +128,8 @@ struct LicenseResolver: Sendable {
         return now < receivedAt - floatingClockTolerance || now > receivedAt + length
     }
 
-    private func limited(_ reason: String) -> Resolution {
-        Resolution(state: .limited, entitlements: fallbackEntitlements, reason: reason)
+    private func limited(_ reason: String, _ detail: LicenseState.Reason) -> Resolution {
+        Resolution(state: .limited, entitlements: fallbackEntitlements, reason: reason, detail: detail)
     }
 
     /// `2026-11-22` for a Unix time (UTC), for reasons people read.

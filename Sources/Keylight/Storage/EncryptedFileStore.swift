@@ -14,29 +14,53 @@ public struct EncryptedFileStore: SecureStore {
     /// Items are small (the license state is about 2 KB): anything much larger is not ours.
     static let itemLimit = 1 << 20
 
-    public init(directory: URL) {
+    /// Where SDK 1.x kept this store, when it differs (macOS): moved here once, before the first read.
+    public let legacyDirectory: URL?
+    /// The system's error numbers that mean "not readable yet" rather than "damaged": on iOS and
+    /// its kin a file protected until the first unlock answers `EPERM` before it.
+    let lockedErrors: Set<Int32>
+
+    public init(directory: URL, legacyDirectory: URL? = nil) {
+        self.init(directory: directory, legacyDirectory: legacyDirectory, lockedErrors: Self.platformLockedErrors)
+    }
+
+    init(directory: URL, legacyDirectory: URL?, lockedErrors: Set<Int32>) {
         self.directory = directory
         let path = directory.path
         self.directoryPath = path.hasSuffix("/") ? path : path + "/"
         self.keyPath = directoryPath + "store.key"
+        self.legacyDirectory = legacyDirectory.flatMap { $0.standardizedFileURL == directory.standardizedFileURL ? nil : $0 }
+        self.lockedErrors = lockedErrors
     }
 
-    /// `$XDG_DATA_HOME/keylight/<name>` (or `~/.local/share/keylight/<name>`).
+    /// Where this platform keeps the store named `name` (see ``StorageLocation``).
     public static func defaultDirectory(name: String) -> URL {
-        let environment = ProcessInfo.processInfo.environment
-        let base = environment["XDG_DATA_HOME"].map { URL(fileURLWithPath: $0) }
-            ?? FileManager.default.homeDirectoryForCurrentUser.appendingPathComponent(".local/share")
-        return base.appendingPathComponent("keylight").appendingPathComponent(name)
+        StorageLocation.current().directory(name: name)
+    }
+
+    /// The store named `name` where this platform keeps it, moving one SDK 1.x left elsewhere.
+    public static func platformStore(name: String, appGroup: String? = nil) -> EncryptedFileStore {
+        let location = StorageLocation.current(appGroup: appGroup)
+        return EncryptedFileStore(directory: location.directory(name: name), legacyDirectory: location.legacyDirectory(name: name))
+    }
+
+    static var platformLockedErrors: Set<Int32> {
+        #if os(iOS) || os(tvOS) || os(watchOS) || os(visionOS)
+        [EPERM, EACCES]
+        #else
+        []
+        #endif
     }
 
     public func data(for key: String) throws -> Data? {
+        try moveLegacyStoreIfNeeded()
         let path = filePath(for: key)
         let sealed: Data
         do {
             guard let read = try SecretFile.read(path, limit: Self.itemLimit) else { return nil }
             sealed = read
         } catch {
-            throw KeylightError.storage("\(error)")
+            throw readError(error)
         }
         guard let storeKey = try existingKey() else { throw KeylightError.storage("\(directory.path): store key is missing") }
         do {
@@ -52,6 +76,7 @@ public struct EncryptedFileStore: SecureStore {
             try? FileManager.default.removeItem(atPath: path)
             return
         }
+        try moveLegacyStoreIfNeeded()
         let storeKey = try existingKey() ?? createKey()
         do {
             let sealed = try ChaChaPoly.seal(data, using: storeKey, authenticating: Data(key.utf8)).combined
@@ -72,7 +97,7 @@ public struct EncryptedFileStore: SecureStore {
             guard let read = try SecretFile.read(keyPath, limit: 64) else { return nil }
             raw = read
         } catch {
-            throw KeylightError.storage("\(error)")
+            throw readError(error)
         }
         guard raw.count == 32 else { throw KeylightError.storage("\(keyPath): not a 32-byte key") }
         return SymmetricKey(data: raw)
@@ -90,6 +115,31 @@ public struct EncryptedFileStore: SecureStore {
             return key
         } catch {
             throw KeylightError.storage("\(directory.path): \(error)")
+        }
+    }
+
+    /// A read the system refused until the device is unlocked is ``KeylightError/storageLocked``
+    /// (the manager waits and reads again, never overwriting the license); anything else is damage.
+    private func readError(_ error: SecretFileError) -> KeylightError {
+        if let code = error.errno, lockedErrors.contains(code) { return .storageLocked }
+        return .storage("\(error)")
+    }
+
+    /// Moves the folder SDK 1.x wrote to this store's place, once: when this store has no key yet
+    /// and the old folder has one. A rename when both are on one volume, so an app and its helper
+    /// racing here cannot both move it; the one that loses finds the store in place.
+    func moveLegacyStoreIfNeeded() throws {
+        guard let legacyDirectory else { return }
+        let manager = FileManager.default
+        let legacyKey = legacyDirectory.appendingPathComponent("store.key").path
+        guard !manager.fileExists(atPath: keyPath), manager.fileExists(atPath: legacyKey) else { return }
+        do {
+            try manager.createDirectory(at: directory.deletingLastPathComponent(), withIntermediateDirectories: true, attributes: [.posixPermissions: 0o700])
+            try manager.moveItem(at: legacyDirectory, to: directory)
+        } catch {
+            // Lost a race to another process, which moved it: the store is in place now.
+            if manager.fileExists(atPath: keyPath) { return }
+            throw KeylightError.storage("could not move the license kept by an earlier version from \(legacyDirectory.path): \(error)")
         }
     }
 }

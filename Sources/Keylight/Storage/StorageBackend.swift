@@ -2,7 +2,8 @@ import Foundation
 
 /// Where the SDK keeps the license between launches (the hosted SDK's `storage:` choice).
 public enum StorageBackend: Hashable, Sendable {
-    /// Sealed files under the user's data folder (no Keychain prompt on macOS). With
+    /// Sealed files in the app's Application Support folder (Apple platforms; see
+    /// ``StorageLocation``) or the XDG data folder (Linux); no Keychain prompt on macOS. With
     /// `keychainMirror`, every write is also kept in the Keychain, and a file that is missing or
     /// unreadable is recovered from it (Apple platforms; elsewhere there is no Keychain to mirror to).
     case encryptedFile(keychainMirror: Bool = false)
@@ -14,10 +15,12 @@ public enum StorageBackend: Hashable, Sendable {
         KeychainStore.isAvailable ? .keychain : .encryptedFile()
     }
 
-    /// The store for one product of one tenant.
-    public func store(tenantId: String, productId: String) -> any SecureStore {
+    /// The store for one product of one tenant. `appGroup`: an app-group identifier whose shared
+    /// container keeps the files, so an app and its extensions read one license (Apple platforms;
+    /// the Keychain backend ignores it).
+    public func store(tenantId: String, productId: String, appGroup: String? = nil) -> any SecureStore {
         let service = "dev.keylight.\(tenantId).\(productId)"
-        let files = EncryptedFileStore(directory: EncryptedFileStore.defaultDirectory(name: "\(tenantId)-\(productId)"))
+        let files = EncryptedFileStore.platformStore(name: "\(tenantId)-\(productId)", appGroup: appGroup)
         switch self {
         case .keychain:
             return KeychainStore.isAvailable ? KeychainStore(service: service) : files

@@ -26,7 +26,7 @@ struct KeylightClient: Sendable {
     /// A reply and how its signature checked out.
     struct Exchange<Value: Sendable>: Sendable {
         var reply: ServerReply<Value>
-        var verification: VerificationResult
+        var verification: SignatureCheck
     }
 
     struct ActivateBody: Decodable, Sendable {

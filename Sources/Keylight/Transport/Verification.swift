@@ -14,7 +14,7 @@ public enum VerificationMode: String, Sendable, Hashable, CaseIterable {
 }
 
 /// The outcome of verifying one response.
-public enum VerificationResult: Hashable, Sendable, CustomStringConvertible {
+public enum SignatureCheck: Hashable, Sendable, CustomStringConvertible {
     /// Verification is disabled, or no response has been checked yet.
     case notRequested
     case verified
@@ -41,7 +41,7 @@ extension KeylightError {
 struct ResponseVerification: Sendable {
     let verifier: ResponseSignatureVerifier
 
-    func check(_ response: TransportResponse, nonce: ResponseNonce, path: String, now: Int64) -> VerificationResult {
+    func check(_ response: TransportResponse, nonce: ResponseNonce, path: String, now: Int64) -> SignatureCheck {
         guard let signature = response.headers["x-keylight-signature"], let kid = response.headers["x-keylight-signature-kid"],
               let requestTime = response.headers["x-keylight-request-time"] else {
             return .failed(reason: ResponseSignatureError.missingSignature.code)
@@ -55,7 +55,7 @@ struct ResponseVerification: Sendable {
     }
 }
 
-extension VerificationResult {
+extension SignatureCheck {
     /// How cached data records the verification of the response that brought it.
     var storedName: String {
         switch self {

@@ -91,17 +91,20 @@ public enum SecretFile {
 public struct SecretFileError: Error, Hashable, Sendable, CustomStringConvertible {
     public let path: String
     public let reason: String
+    /// The system's error number, when the failure was the system's (a read before the first
+    /// unlock on iOS is `EPERM`, which the SDK tells apart from a damaged file).
+    public var errno: Int32? = nil
 
     public static func alreadyExists(_ path: String) -> Self {
         Self(path: path, reason: "already exists (refusing to overwrite a secret)")
     }
 
     public static func cannotWrite(_ path: String, errno code: Int32) -> Self {
-        Self(path: path, reason: String(cString: strerror(code)))
+        Self(path: path, reason: String(cString: strerror(code)), errno: code)
     }
 
     public static func cannotRead(_ path: String, errno code: Int32) -> Self {
-        Self(path: path, reason: String(cString: strerror(code)))
+        Self(path: path, reason: String(cString: strerror(code)), errno: code)
     }
 
     public static func tooLarge(_ path: String, limit: Int) -> Self {
