@@ -50,6 +50,14 @@ public struct Configuration: Sendable {
     public var clock: any WallClock
     public var store: any SecureStore
     public var transport: any Transport
+    /// The app group whose shared container keeps the license files (``StorageLocation``), if any.
+    public var appGroup: String?
+    /// Whether activate and validate carry the app's and SDK's version and the platform (protocol
+    /// 6.8's telemetry, which the seller's dashboard charts). Off: none of it is sent.
+    public var sendsTelemetry: Bool = Defaults.sendsTelemetry
+    /// Whether an install without a license sends the daily keyless beacon (which lets the seller
+    /// count trials); off, it only fetches the signed product config.
+    public var sendsKeylessBeacon: Bool = Defaults.sendsKeylessBeacon
 
     public init(
         serverURL: URL,
@@ -58,19 +66,19 @@ public struct Configuration: Sendable {
         sdkKey: String,
         keyPrefix: String,
         trustedKeys: [String: Curve25519.Signing.PublicKey],
-        trialDaysSeed: Int = 0,
+        trialDaysSeed: Int = Defaults.trialDays,
         appVersion: String? = Bundle.main.object(forInfoDictionaryKey: "CFBundleShortVersionString") as? String,
         onVerificationFailure: (@MainActor @Sendable (KeylightError) -> Void)? = nil,
-        instanceName: String = ProcessInfo.processInfo.hostName,
-        verificationMode: VerificationMode = .informational,
+        instanceName: String = DeviceName.current,
+        verificationMode: VerificationMode = Defaults.verificationMode,
         refreshPolicy: RefreshPolicy = RefreshPolicy(),
         appReleaseDate: Date? = Configuration.bundleReleaseDate(),
         fallbackEntitlements: [String] = [],
         clock: any WallClock = SystemWallClock(),
         store: (any SecureStore)? = nil,
         transport: (any Transport)? = nil,
-        freeTierSeed: Bool = false,
-        maxOfflineDays: Int? = nil,
+        freeTierSeed: Bool = Defaults.freeTier,
+        maxOfflineDays: Int? = Defaults.maxOfflineDays,
         branding: BrandingConfig? = nil,
         storage: StorageBackend? = nil
     ) {
@@ -92,8 +100,8 @@ public struct Configuration: Sendable {
         self.freeTierSeed = freeTierSeed
         self.maxOfflineDays = maxOfflineDays
         self.branding = branding
-        self.storage = store == nil ? (storage ?? .platformDefault) : storage
-        self.store = store ?? (storage ?? .platformDefault).store(tenantId: tenantId, productId: productId)
+        self.storage = store == nil ? (storage ?? Defaults.storage) : storage
+        self.store = store ?? (storage ?? Defaults.storage).store(tenantId: tenantId, productId: productId)
         self.transport = transport ?? Self.defaultTransport(baseURL: serverURL)
     }
 

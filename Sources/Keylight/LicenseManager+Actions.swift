@@ -45,7 +45,10 @@ extension LicenseManager {
 
     /// The key the customer typed, if it is a key of this product.
     func typedKey(_ text: String) throws(KeylightError) -> LicenseKey {
-        guard let key = try? LicenseKey(text), key.hasProductPrefix(configuration.keyPrefix) else { throw .invalidKeyFormat }
+        // An empty prefix (none configured) leaves the format's checks and the server to decide.
+        guard let key = try? LicenseKey(text), configuration.keyPrefix.isEmpty || key.hasProductPrefix(configuration.keyPrefix) else {
+            throw .invalidKeyFormat
+        }
         return key
     }
 

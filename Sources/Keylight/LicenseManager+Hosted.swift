@@ -28,7 +28,7 @@ extension LicenseManager {
     /// sends it on its own, at most daily). Fire-and-forget: a failure is kept in ``lastError``
     /// and changes nothing; with a license on this device nothing is sent.
     public func reportKeylessState(_ state: KeylessReportState) async {
-        guard await ensureLoaded(), stored.licenseKey == nil else { return }
+        guard configuration.sendsKeylessBeacon, await ensureLoaded(), stored.licenseKey == nil else { return }
         if stored.keylessInstanceId == nil {
             stored.keylessInstanceId = UUID().uuidString.lowercased()
             persist()

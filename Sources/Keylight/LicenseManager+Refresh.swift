@@ -37,7 +37,13 @@ extension LicenseManager {
         }
         persist()
         resolve()
-        if let outcome {
+        if let outcome, Self.needsANewBuild(outcome.error) {
+            // App Transport Security, the sandbox, a transport that is not there: asking again
+            // changes nothing until the app is fixed, so nothing is scheduled (the next launch asks).
+            lastError = outcome.error
+            scheduledRefresh?.cancel()
+            nextRefreshAt = nil
+        } else if let outcome {
             lastError = outcome.error
             failures += 1
             // Backoff, but never more often than the debounce: a failing server is not hammered
@@ -54,6 +60,11 @@ extension LicenseManager {
             schedule(now: now)
         }
         await flushWrites()
+    }
+
+    /// Errors only a change to the app itself can lift.
+    static func needsANewBuild(_ error: KeylightError) -> Bool {
+        [.appTransportSecurity, .missingNetworkEntitlement, .configuration].contains(error.kind)
     }
 
     private func refreshLicense(key: String, instanceId: String, now: Int64) async -> (KeylightError, Int?)? {
@@ -105,7 +116,7 @@ extension LicenseManager {
 
     private func refreshKeyless(now: Int64) async -> (KeylightError, Int?)? {
         let policy = configuration.refreshPolicy
-        let beaconDue = stored.lastBeacon.map { now - $0 >= policy.beaconInterval } ?? true
+        let beaconDue = configuration.sendsKeylessBeacon && (stored.lastBeacon.map { now - $0 >= policy.beaconInterval } ?? true)
         let config: SignedProductConfig
         let verification: SignatureCheck
         if beaconDue {

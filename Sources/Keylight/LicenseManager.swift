@@ -108,7 +108,7 @@ public final class LicenseManager {
             transport: configuration.transport, tenantId: configuration.tenantId, productId: configuration.productId,
             sdkKey: configuration.sdkKey, mode: configuration.verificationMode,
             verification: ResponseVerification(verifier: ResponseSignatureVerifier(keyset: Keyset(configuration.trustedKeys))),
-            clock: configuration.clock, appVersion: configuration.appVersion
+            clock: configuration.clock, appVersion: configuration.appVersion, sendsTelemetry: configuration.sendsTelemetry
         )
         self.resolver = LicenseResolver(
             tenantId: configuration.tenantId, productId: configuration.productId,

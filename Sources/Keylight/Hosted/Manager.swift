@@ -1,5 +1,6 @@
 import Crypto
 import Foundation
+import KeylightCore
 
 // `Keylight.manager(...)`: module-level functions, so they read as the documentation writes them
 // (a type named `Keylight` would shadow the module's name).
@@ -24,7 +25,9 @@ public func manager(_ configuration: KeylightConfiguration) -> LicenseManager {
 /// when that is nil, by `KeylightServerURL` in the app's Info.plist (``Configuration/bundleServerURL(_:environment:)``).
 ///
 /// - Parameters:
-///   - trustedPublicKeyBase64: the tenant's Ed25519 public key (32 bytes, base64), trusted under `kid`.
+///   - trustedPublicKeyBase64: the tenant's Ed25519 public key (32 bytes, base64), as the dashboard lists it.
+///   - kid: the key's id; leave it out, and it is derived from the key exactly as the server
+///     derives it (`k` and 10 hex characters). Give it only for a key the server names otherwise.
 ///   - trialDurationDays: the trial's length until the server's signed config says otherwise.
 ///   - freeTierEnabled: whether the free tier applies until the server's signed config says.
 ///   - maxOfflineDays: a license not validated online for more than this many days resolves
@@ -41,14 +44,13 @@ public func manager(
     trustedPublicKeyBase64: String,
     trialDurationDays: Int,
     branding: BrandingConfig? = nil,
-    kid: String = "k1",
-    freeTierEnabled: Bool = false,
-    maxOfflineDays: Int? = 15,
+    kid: String? = nil,
+    freeTierEnabled: Bool = Configuration.Defaults.freeTier,
+    maxOfflineDays: Int? = Configuration.Defaults.maxOfflineDays,
     storage: StorageBackend = .encryptedFile(),
     serverURL: URL? = nil
 ) throws -> LicenseManager {
-    guard let raw = Data(base64Encoded: trustedPublicKeyBase64.trimmingCharacters(in: .whitespacesAndNewlines)),
-          let key = try? Curve25519.Signing.PublicKey(rawRepresentation: raw) else {
+    guard let key = Configuration.publicKey(base64: trustedPublicKeyBase64) else {
         throw KeylightError.configuration("trustedPublicKeyBase64 is not an Ed25519 public key (32 bytes, base64)")
     }
     for (name, value) in [("tenantId", tenantId), ("productId", productId)] where !Configuration.isIdentifier(value) {
@@ -57,9 +59,13 @@ public func manager(
     guard let server = serverURL ?? Configuration.bundleServerURL() else {
         throw KeylightError.configuration("no server URL: pass serverURL: or set KeylightServerURL in the app's Info.plist")
     }
+    try Configuration.checkServerURL(server, name: serverURL == nil ? Configuration.InfoKey.serverURL : "serverURL")
+    if let kid, !SigningKey.isValidKid(kid) {
+        throw KeylightError.configuration("kid must be 1-64 of A-Z a-z 0-9 . _ - (leave it out: it is derived from the key)")
+    }
     let configuration = Configuration(
         serverURL: server, tenantId: tenantId, productId: productId, sdkKey: sdkKey, keyPrefix: keyPrefix,
-        trustedKeys: [kid: key], trialDaysSeed: trialDurationDays, freeTierSeed: freeTierEnabled,
+        trustedKeys: [kid ?? SigningKey.defaultKid(for: key): key], trialDaysSeed: trialDurationDays, freeTierSeed: freeTierEnabled,
         maxOfflineDays: maxOfflineDays, branding: branding, storage: storage
     )
     return LicenseManager(configuration: configuration)

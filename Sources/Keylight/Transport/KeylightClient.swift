@@ -21,6 +21,10 @@ struct KeylightClient: Sendable {
     let clock: any WallClock
     /// The app's version, sent as `app_version` (nil: not sent).
     var appVersion: String?
+    /// Whether the SDK, platform and app versions go with each request (protocol 6.8).
+    var sendsTelemetry = true
+    /// Reads a request that got no answer (see ``NetworkFailure``).
+    var networkFailure = NetworkFailure.live
     let sdkVersion = Keylight.sdkVersion
 
     /// A reply and how its signature checked out.
@@ -117,10 +121,12 @@ struct KeylightClient: Sendable {
 
     private func post<T: Decodable & Sendable>(_ action: String, _ fields: [String: String]) async -> Exchange<T> {
         var body = fields
-        body["sdk_version"] = sdkVersion
-        body["sdk"] = "swift"
-        body["platform"] = Self.platform
-        if let appVersion = appVersion.flatMap(Self.telemetryValue) { body["app_version"] = appVersion }
+        if sendsTelemetry {
+            body["sdk_version"] = sdkVersion
+            body["sdk"] = "swift"
+            body["platform"] = Self.platform
+            if let appVersion = appVersion.flatMap(Self.telemetryValue) { body["app_version"] = appVersion }
+        }
         let data = (try? JSONSerialization.data(withJSONObject: body, options: [.sortedKeys])) ?? Data()
         return await exchange(TransportRequest(method: "POST", path: "/\(tenantId)/\(productId)/\(action)", headers: headers(), body: data))
     }
@@ -135,7 +141,7 @@ struct KeylightClient: Sendable {
         do {
             response = try await transport.send(request)
         } catch {
-            return Exchange(reply: .transient(.transient("offline: \(error.localizedDescription)"), retryAfter: nil), verification: .notRequested)
+            return Exchange(reply: .transient(networkFailure.error(for: error), retryAfter: nil), verification: .notRequested)
         }
         guard let nonce else { return Exchange(reply: Self.classify(response), verification: .notRequested) }
         let result = verification.check(response, nonce: nonce, path: request.path, now: clock.unixSeconds)
@@ -153,7 +159,7 @@ struct KeylightClient: Sendable {
         let retryAfter = response.headers["retry-after"].flatMap { Int($0.trimmingCharacters(in: .whitespaces)) }
         if (200..<300).contains(response.status) {
             guard let value = try? JSONDecoder().decode(T.self, from: response.body) else {
-                return .transient(.transient("unreadable response from the server"), retryAfter: nil)
+                return .transient(KeylightError(code: "BAD_RESPONSE", message: "unreadable response from the server"), retryAfter: nil)
             }
             return .success(value)
         }
