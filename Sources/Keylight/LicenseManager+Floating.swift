@@ -16,10 +16,17 @@ extension LicenseManager {
     /// `applicationWillTerminate`). The license key is kept: the next launch, or
     /// ``refreshIfNeeded(force:)``, takes a seat again. Answers whether a seat was given back; if the
     /// server cannot be reached, the seat is freed by the server once its heartbeat passes.
+    ///
+    /// Bounded: after `timeout` seconds (2 by default) it answers false and the app may quit; the
+    /// server frees the seat at its heartbeat.
     @discardableResult
-    public func releaseSeat() async -> Bool {
-        guard isFloating, let key = stored.licenseKey, let instanceId = stored.instanceId else { return false }
-        let exchange = await client.deactivate(key: key, instanceId: instanceId)
+    public func releaseSeat(timeout: Double = 2) async -> Bool {
+        guard await ensureLoaded(), isFloating, let key = stored.licenseKey, let instanceId = stored.instanceId else { return false }
+        let client = client
+        guard let exchange = await withDeadline(seconds: timeout, { await client.deactivate(key: key, instanceId: instanceId) }) else {
+            lastError = .transient("the server did not answer within \(timeout) s; it frees the seat once the heartbeat passes")
+            return false
+        }
         record(exchange.verification)
         switch exchange.reply {
         case .success, .rejected:

@@ -15,30 +15,30 @@ public struct LicenseUpdate: Hashable, Sendable {
 public final class LicenseManager {
     /// The current state. `.expired` (nothing granted) until ``isResolved``: draw neither the
     /// paywall nor the licensed content before then.
-    public private(set) var state: LicenseState {
+    public internal(set) var state: LicenseState {
         get { access(\.state); return _state }
         set { withMutation(\.state) { _state = newValue } }
     }
     /// Whether ``state`` has been decided from what this device keeps (``checkOnLaunch()`` reads it
     /// before any network call). Not a state of its own: before it, the app shows neither the
     /// paywall nor the content, so a paying user never sees the paywall flash at launch.
-    public private(set) var isResolved: Bool {
+    public internal(set) var isResolved: Bool {
         get { access(\.isResolved); return _isResolved }
         set { withMutation(\.isResolved) { _isResolved = newValue } }
     }
     /// Why the state is what it is, for the interface to word (nil while licensed or in a trial).
-    public private(set) var stateReason: LicenseState.Reason? {
+    public internal(set) var stateReason: LicenseState.Reason? {
         get { access(\.stateReason); return _stateReason }
         set { withMutation(\.stateReason) { _stateReason = newValue } }
     }
     /// Entitlement codes granted now: the license's when `.licensed`, ``Configuration/fallbackEntitlements``
     /// when `.limited`, else none. Never the signed `updates-until:` code (see ``updatesEntitledUntil``).
-    public private(set) var entitlements: [String] {
+    public internal(set) var entitlements: [String] {
         get { access(\.entitlements); return _entitlements }
         set { withMutation(\.entitlements) { _entitlements = newValue } }
     }
     /// Why the state is what it is, in English words for logs (``stateReason`` is for code).
-    public private(set) var reason: String {
+    public internal(set) var reason: String {
         get { access(\.reason); return _reason }
         set { withMutation(\.reason) { _reason = newValue } }
     }
@@ -100,6 +100,8 @@ public final class LicenseManager {
     var writeSequence = 0
     /// Turns state changes into ``LicenseLifecycleEvent``s.
     var lifecycle = LifecycleTracker()
+    /// Made by ``preview(state:entitlements:reason:)``: resolved once, never read, written or refreshed.
+    var isPreview = false
 
     public init(configuration: Configuration) {
         self.configuration = configuration
@@ -155,7 +157,7 @@ public final class LicenseManager {
     /// read off the main actor), sets ``isResolved``, then refreshes in the background if a
     /// refresh is due (``waitUntilIdle()`` awaits it).
     public func checkOnLaunch() async {
-        guard await loadStoredState() else { return }
+        guard !isPreview, await loadStoredState() else { return }
         if stored.trialStartedAt == nil {
             stored.trialStartedAt = configuration.clock.unixSeconds
             persist()
@@ -274,6 +276,7 @@ public final class LicenseManager {
     /// True once the store has been read; reads it first if it has not been (a call made before
     /// ``checkOnLaunch()`` must not write an empty state over a license).
     func ensureLoaded() async -> Bool {
+        if isPreview { return false }
         if loaded && !storeLocked { return true }
         guard await loadStoredState() else { return false }
         if !isResolved { resolve() }
@@ -282,7 +285,7 @@ public final class LicenseManager {
 
     /// Hands the state as it is now to the store, off the main actor, after every earlier write.
     func persist() {
-        guard !storeLocked else { return }
+        guard !storeLocked, !isPreview else { return }
         writeSequence += 1
         let sequence = writeSequence, snapshot = stored, io = io, previous = lastWrite
         lastWrite = Task { [weak self] in

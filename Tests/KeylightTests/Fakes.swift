@@ -36,6 +36,8 @@ final class FakeServer: Transport, @unchecked Sendable {
     private var _serverOffset: Int64 = 0
     private var _configOverride: SignedProductConfig?
     var signWith: SigningKey?
+    /// Seats float with this heartbeat (seconds), as a floating license's answers say.
+    var heartbeat: Int?
     /// Answer requests that carry a nonce with signed responses (protocol section 3).
     var signsResponses = false
 
@@ -130,6 +132,7 @@ final class FakeServer: Transport, @unchecked Sendable {
                     "lease": try lease(key: Fixture.key, instance: "instance-1")]
         case "activate":
             body = ["activated": true, "instance_id": "instance-1", "license_expires_at": licenseExpiresAt ?? NSNull(), "lease": try lease(key: fields["license_key"] ?? "", instance: "instance-1")]
+            if let heartbeat { body["heartbeat_seconds"] = heartbeat }
         case "validate":
             body = ["valid": leaseStatus != .expired, "license_expires_at": licenseExpiresAt ?? NSNull(), "lease": try lease(key: fields["license_key"] ?? "", instance: fields["instance_id"] ?? ""), "config": configObject]
         case "deactivate":

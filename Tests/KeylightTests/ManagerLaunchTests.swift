@@ -134,3 +134,41 @@ final class Flag: Sendable {
     var value: Bool { state.withLock { $0 } }
     func set() { state.withLock { $0 = true } }
 }
+
+/// Giving a floating seat back at quit never holds the app for longer than its bound.
+@MainActor @Suite(.timeLimit(.minutes(1))) struct SeatReleaseTests {
+    @Test func releasingASeatIsBounded() async throws {
+        let server = FakeServer(clock: TestClock())
+        server.heartbeat = 600
+        let manager = try await Fixture.activated(server: server, store: InMemoryStore())
+        #expect(manager.isFloating)
+        server.hold()
+        let started = ContinuousClock.now
+        let released = await manager.releaseSeat(timeout: 0.3)
+        let waited = ContinuousClock.now - started
+        #expect(released == false)
+        #expect(waited < .seconds(10))  // bounded (0.3 s asked; generous for a loaded machine)
+        #expect(manager.lastError?.kind == .network)
+        server.release()
+
+        let answered = await manager.releaseSeat(timeout: 5)
+        #expect(answered)
+        #expect(manager.state == .limited)
+        #expect(manager.stateReason == .noFloatingSeat)
+    }
+}
+
+@MainActor @Suite struct PreviewManagerTests {
+    @Test func aPreviewIsResolvedAndNeverChanges() async throws {
+        let preview = LicenseManager.preview(state: .limited, entitlements: ["export"], reason: .fallbackAccess)
+        #expect(preview.isResolved)
+        #expect(preview.state == .limited && preview.stateReason == .fallbackAccess)
+        #expect(preview.hasEntitlement("export") && !preview.hasEntitlement("pro"))
+        await preview.checkOnLaunch()
+        await preview.refreshIfNeeded(force: true)
+        #expect(preview.state == .limited)
+        let error = await #expect(throws: KeylightError.self) { try await preview.activate(key: Fixture.key) }
+        #expect(error?.kind == .configuration)
+        #expect(LicenseManager.preview(state: .trial(daysLeft: 3)).isEntitled)
+    }
+}
