@@ -6,7 +6,9 @@ import PackageDescription
 // in Server/, which depends on this one by path, so an app never resolves any of theirs.
 let package = Package(
     name: "Keylight",
-    platforms: [.macOS(.v14), .iOS(.v17), .tvOS(.v17), .watchOS(.v10), .visionOS(.v1)],
+    defaultLocalization: "en",
+    // The hosted SDK's floor (macOS 13, iOS 16), so an app that moves to Keylight loses no users.
+    platforms: [.macOS(.v13), .iOS(.v16), .tvOS(.v16), .watchOS(.v9), .visionOS(.v1)],
     products: [
         .library(name: "Keylight", targets: ["Keylight"]),
         .library(name: "KeylightCore", targets: ["KeylightCore"]),
@@ -16,8 +18,9 @@ let package = Package(
         // The QR encoder, shared by device trust and the server's dashboard.
         .library(name: "KeylightQR", targets: ["KeylightQR"]),
         // Helpers this repository's own test suites share (seeded mutator, prerequisite gate,
-        // child processes), here so the server package's tests can use them too. Not for apps.
-        .library(name: "KeylightFuzzSupport", targets: ["KeylightFuzzSupport"]),
+        // child processes), a product only so the server package's tests can use them. Not for
+        // apps: left out of the documentation and the sample app.
+        .library(name: "KeylightTestSupport", targets: ["KeylightTestSupport"]),
     ],
     traits: [
         .trait(
@@ -38,9 +41,13 @@ let package = Package(
             dependencies: [.product(name: "Crypto", package: "swift-crypto")]
         ),
         .target(
-            // The SDK apps embed: swift-crypto and Foundation only.
+            // The SDK apps embed: swift-crypto and Foundation only. Its resources are the privacy
+            // manifest and the translations of its error texts (English is compiled in: nothing
+            // reads the bundle through Bundle.module, whose accessor stops a process without it).
             name: "Keylight",
-            dependencies: ["KeylightCore", .product(name: "Crypto", package: "swift-crypto")]
+            dependencies: ["KeylightCore", .product(name: "Crypto", package: "swift-crypto")],
+            exclude: ["Keylight.docc"],
+            resources: [.copy("PrivacyInfo.xcprivacy"), .process("Resources")]
         ),
         .target(
             // `import KeylightSDK`: re-exports the SDK and adds the hosted SDK's names.
@@ -63,20 +70,20 @@ let package = Package(
             dependencies: ["KeylightCore", .product(name: "Crypto", package: "swift-crypto")]
         ),
         .target(
-            name: "KeylightFuzzSupport",
-            path: "Tests/KeylightFuzzSupport"
+            name: "KeylightTestSupport",
+            path: "Tests/KeylightTestSupport"
         ),
         .testTarget(
             name: "KeylightCoreTests",
-            dependencies: ["KeylightCore", "KeylightFuzzSupport", .product(name: "Crypto", package: "swift-crypto")]
+            dependencies: ["KeylightCore", "KeylightTestSupport", .product(name: "Crypto", package: "swift-crypto")]
         ),
         .testTarget(
             name: "KeylightTrustTests",
-            dependencies: ["KeylightTrust", "KeylightFuzzSupport", "KeylightCore", "Keylight", .product(name: "Crypto", package: "swift-crypto")]
+            dependencies: ["KeylightTrust", "KeylightTestSupport", "KeylightCore", "Keylight", .product(name: "Crypto", package: "swift-crypto")]
         ),
         .testTarget(
             name: "KeylightQRTests",
-            dependencies: ["KeylightQR", "KeylightFuzzSupport"]
+            dependencies: ["KeylightQR", "KeylightTestSupport"]
         ),
         .testTarget(
             name: "KeylightTests",

@@ -124,22 +124,22 @@ let package = Package(
         ),
         .target(
             // Live HTTP servers that record requests (webhook receivers, a fake Stripe) for the tests.
-            name: "KeylightTestSupport",
+            name: "KeylightServerTestSupport",
             dependencies: [
                 .product(name: "Hummingbird", package: "hummingbird"),
                 .product(name: "NIOConcurrencyHelpers", package: "swift-nio"),
                 .product(name: "Logging", package: "swift-log"),
             ],
-            path: "Tests/KeylightTestSupport"
+            path: "Tests/KeylightServerTestSupport"
         ),
         .testTarget(
             // The SDK against a live server.
             name: "KeylightEndToEndTests",
             dependencies: [
-                "KeylightServer", "KeylightTestSupport", "KeylightHTTPTransport",
+                "KeylightServer", "KeylightServerTestSupport", "KeylightHTTPTransport",
                 .product(name: "Keylight", package: "Keylight"),
                 .product(name: "KeylightCore", package: "Keylight"),
-                .product(name: "KeylightFuzzSupport", package: "Keylight"),
+                .product(name: "KeylightTestSupport", package: "Keylight"),
                 .product(name: "Logging", package: "swift-log"),
                 .product(name: "Crypto", package: "swift-crypto"),
             ]
@@ -148,9 +148,9 @@ let package = Package(
             name: "KeylightServerTests",
             dependencies: [
                 "KeylightServer",
-                "KeylightTestSupport",
+                "KeylightServerTestSupport",
                 .product(name: "KeylightCore", package: "Keylight"),
-                .product(name: "KeylightFuzzSupport", package: "Keylight"),
+                .product(name: "KeylightTestSupport", package: "Keylight"),
                 .product(name: "Crypto", package: "swift-crypto"),
                 .product(name: "HummingbirdTesting", package: "hummingbird"),
                 .product(name: "SQLKit", package: "sql-kit"),
@@ -162,9 +162,9 @@ let package = Package(
             // Depends on the executable so `swift test` builds the binary the tests run as a subprocess.
             name: "KeylightCLITests",
             dependencies: [
-                "KeylightCLI", "KeylightServer", "KeylightTestSupport",
+                "KeylightCLI", "KeylightServer", "KeylightServerTestSupport",
                 .product(name: "KeylightCore", package: "Keylight"),
-                .product(name: "KeylightFuzzSupport", package: "Keylight"),
+                .product(name: "KeylightTestSupport", package: "Keylight"),
                 .product(name: "AsyncHTTPClient", package: "async-http-client"),
                 .product(name: "NIOConcurrencyHelpers", package: "swift-nio"),
                 .product(name: "NIOHTTP1", package: "swift-nio"),

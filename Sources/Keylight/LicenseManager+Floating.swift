@@ -3,7 +3,7 @@ import KeylightCore
 
 extension LicenseManager {
     /// The license's seats float: one is held only while this app keeps validating (every
-    /// heartbeat, which the manager does on its own), and is given back at quit with ``releaseSeat()``.
+    /// heartbeat, which the manager does on its own), and is given back at quit with ``releaseSeat(timeout:)``.
     public var isFloating: Bool { floatingHeartbeat != nil }
 
     var floatingHeartbeat: Int? { stored.floatingHeartbeat }

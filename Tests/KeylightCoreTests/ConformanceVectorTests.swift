@@ -1,5 +1,5 @@
 import Foundation
-import KeylightFuzzSupport
+import KeylightTestSupport
 import KeylightCore
 import Testing
 

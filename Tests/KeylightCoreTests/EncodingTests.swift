@@ -1,6 +1,6 @@
 import Foundation
 @testable import KeylightCore
-import KeylightFuzzSupport
+import KeylightTestSupport
 import Testing
 
 @Suite(.timeLimit(.minutes(3))) struct EncodingTests {

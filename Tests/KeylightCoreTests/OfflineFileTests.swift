@@ -1,7 +1,7 @@
 import Crypto
 import Foundation
 @testable import KeylightCore
-import KeylightFuzzSupport
+import KeylightTestSupport
 import Testing
 
 /// The three offline files of protocol 6.4 (request, response, deactivation proof): their exact

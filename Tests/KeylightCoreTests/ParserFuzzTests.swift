@@ -1,7 +1,7 @@
 import Crypto
 import Foundation
 @testable import KeylightCore
-import KeylightFuzzSupport
+import KeylightTestSupport
 import Testing
 
 /// Mutates well-formed inputs at random and feeds them to every parser of untrusted bytes in

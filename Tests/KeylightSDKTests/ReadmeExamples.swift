@@ -32,6 +32,9 @@ enum ExampleEnvironment {
     static let tenantPublicKey = "wPOiRNiP2hbc0O4UCAuO6FRRLKp4YvGtf8V27xnPzNY="
     static let prepared: Bool = {
         let folder = FileManager.default.temporaryDirectory.appendingPathComponent("keylight-sdk-examples-\(UUID().uuidString)")
+        // Apple platforms keep the files in the test runner's Application Support (the simulator's
+        // container on iOS).
+        // platform: Linux keeps them under XDG_DATA_HOME; on Apple systems this changes nothing.
         setenv("XDG_DATA_HOME", folder.path, 1)
         setenv("KEYLIGHT_SERVER_URL", "http://127.0.0.1:9", 1)
         return true

@@ -180,8 +180,12 @@ import Testing
         #expect(manager.configuration.trialDaysSeed == 14)
         #expect(manager.configuration.freeTierSeed)
         #expect(manager.configuration.storage == .keychain)
+        #if canImport(Security)
+        #expect(manager.configuration.store is KeychainStore)
+        #else
         // No Keychain here: the Keychain choice keeps the license in sealed files.
         #expect(manager.configuration.store is EncryptedFileStore)
+        #endif
         #expect(manager.configuration.serverURL == server)
 
         for (base64, tenant, url) in [("not a key", "acme", server), (Data(count: 31).base64EncodedString(), "acme", server), (base64, "Acme", server), (base64, "-acme", server)] {

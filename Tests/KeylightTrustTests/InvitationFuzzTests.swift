@@ -1,6 +1,6 @@
 import Foundation
 @testable import KeylightTrust
-import KeylightFuzzSupport
+import KeylightTestSupport
 import Testing
 
 /// Mutated invitation links (what a camera reads off any QR code): refused with an error, never a trap.

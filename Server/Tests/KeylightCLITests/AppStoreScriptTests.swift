@@ -1,6 +1,6 @@
 import AsyncHTTPClient
 import Foundation
-import KeylightFuzzSupport
+import KeylightTestSupport
 import Testing
 
 /// App Store purchases as licenses, from outside: `Tests/AppStore/appstore_cases.py` builds a test

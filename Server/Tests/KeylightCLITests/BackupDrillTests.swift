@@ -1,7 +1,7 @@
 import AsyncHTTPClient
 import Foundation
 import KeylightCore
-import KeylightFuzzSupport
+import KeylightTestSupport
 import NIOConcurrencyHelpers
 import Testing
 

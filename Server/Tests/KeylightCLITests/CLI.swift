@@ -1,5 +1,5 @@
 import Foundation
-import KeylightFuzzSupport
+import KeylightTestSupport
 
 /// Runs the built `keylight` binary, as a user or script would.
 enum CLI {

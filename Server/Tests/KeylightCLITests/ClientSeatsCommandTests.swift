@@ -1,6 +1,6 @@
 import AsyncHTTPClient
 import Foundation
-import KeylightFuzzSupport
+import KeylightTestSupport
 import NIOCore
 import NIOHTTP1
 import Testing

@@ -1,9 +1,9 @@
 import AsyncHTTPClient
 import Foundation
-import KeylightFuzzSupport
+import KeylightTestSupport
 import KeylightCore
 import NIOConcurrencyHelpers
-import KeylightTestSupport
+import KeylightServerTestSupport
 import Testing
 
 /// `keylight serve` killed without warning, and shut down while its database misbehaves.

@@ -1,5 +1,5 @@
 import Foundation
-import KeylightFuzzSupport
+import KeylightTestSupport
 import Testing
 
 /// `keylight admin create-user` / `list-users`, and the dashboard in a real browser.

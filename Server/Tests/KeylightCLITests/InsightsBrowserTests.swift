@@ -1,5 +1,5 @@
 import Foundation
-import KeylightFuzzSupport
+import KeylightTestSupport
 import Testing
 
 /// The Insights page in headless Chromium over 30 days of history (Tests/Browser/insights_flow.py):

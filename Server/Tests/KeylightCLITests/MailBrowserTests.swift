@@ -1,5 +1,5 @@
 import Foundation
-import KeylightFuzzSupport
+import KeylightTestSupport
 import Testing
 
 /// Mail to buyers in headless Chromium against aiosmtpd: the dashboard's mail editor and

@@ -1,7 +1,7 @@
 import AsyncHTTPClient
 import Foundation
 import KeylightCore
-import KeylightFuzzSupport
+import KeylightTestSupport
 import Testing
 
 /// A buyer's key by mail, through `keylight serve` and a real SMTP server (aiosmtpd).

@@ -1,6 +1,6 @@
 import Foundation
 import KeylightCore
-import KeylightFuzzSupport
+import KeylightTestSupport
 import Testing
 
 /// Selling through Paddle Billing, Lemon Squeezy and Polar, from outside:

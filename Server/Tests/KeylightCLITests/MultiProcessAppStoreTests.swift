@@ -1,7 +1,7 @@
 import AsyncHTTPClient
 import Foundation
 import KeylightCore
-import KeylightFuzzSupport
+import KeylightTestSupport
 import Testing
 
 /// One App Store purchase exchanged at two `keylight serve` processes on one PostgreSQL

@@ -1,7 +1,7 @@
 import AsyncHTTPClient
 import Foundation
 import KeylightCore
-import KeylightFuzzSupport
+import KeylightTestSupport
 import Testing
 
 /// `Idempotency-Key` across `keylight serve` processes on one PostgreSQL database: a retried mint

@@ -1,7 +1,7 @@
 import AsyncHTTPClient
 import Foundation
 import KeylightCore
-import KeylightFuzzSupport
+import KeylightTestSupport
 import Testing
 
 /// The mail outbox shared by several `keylight serve` processes on one PostgreSQL database: each

@@ -1,5 +1,5 @@
 import Foundation
-import KeylightFuzzSupport
+import KeylightTestSupport
 import Testing
 
 /// The customer portal in headless Chromium with the CLI as the offline machine: request file →

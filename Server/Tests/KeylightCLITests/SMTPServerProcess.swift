@@ -1,5 +1,5 @@
 import Foundation
-import KeylightFuzzSupport
+import KeylightTestSupport
 import NIOConcurrencyHelpers
 
 /// aiosmtpd (PyPI) as a child process: AUTH required, optionally STARTTLS with a certificate of

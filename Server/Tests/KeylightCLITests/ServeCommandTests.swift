@@ -1,6 +1,6 @@
 import AsyncHTTPClient
 import Foundation
-import KeylightFuzzSupport
+import KeylightTestSupport
 import KeylightCore
 import NIOConcurrencyHelpers
 import NIOCore

@@ -1,6 +1,6 @@
 import Foundation
-import KeylightFuzzSupport
 import KeylightTestSupport
+import KeylightServerTestSupport
 import Testing
 
 /// Stripe's money paths (protocol 6.6) from outside: `Tests/Stripe/stripe_money_paths.py` drives a

@@ -2,7 +2,7 @@ import Foundation
 import Keylight
 import KeylightHTTPTransport
 import KeylightCore
-import KeylightTestSupport
+import KeylightServerTestSupport
 import Testing
 
 /// Floating seats and "updates until" licenses through the SDK against a live server, with a

@@ -1,6 +1,6 @@
 import Crypto
 import Foundation
-import KeylightFuzzSupport
+import KeylightTestSupport
 import Keylight
 import KeylightHTTPTransport
 import KeylightCore

@@ -1,7 +1,7 @@
 import Foundation
 import Keylight
 import KeylightCore
-import KeylightTestSupport
+import KeylightServerTestSupport
 import Testing
 
 /// Issue 7's whole path over real sockets: a checkout through (a local server speaking)

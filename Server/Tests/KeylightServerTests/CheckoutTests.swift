@@ -2,7 +2,7 @@ import Foundation
 import HTTPTypes
 import KeylightCore
 @testable import KeylightServer
-import KeylightTestSupport
+import KeylightServerTestSupport
 import Testing
 
 /// `POST /api/{tenantId}/checkout` against a local server that speaks Stripe's wire format.

@@ -1,6 +1,6 @@
 import AsyncHTTPClient
 import Foundation
-import KeylightFuzzSupport
+import KeylightTestSupport
 import KeylightCore
 @testable import KeylightServer
 import NIOCore

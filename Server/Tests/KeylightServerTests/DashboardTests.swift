@@ -1,7 +1,7 @@
 import Crypto
 import Foundation
-import KeylightFuzzSupport
 import KeylightTestSupport
+import KeylightServerTestSupport
 import HTTPTypes
 import KeylightCore
 @testable import KeylightServer

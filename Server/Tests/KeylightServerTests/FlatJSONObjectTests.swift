@@ -1,5 +1,5 @@
 import Foundation
-import KeylightFuzzSupport
+import KeylightTestSupport
 @testable import KeylightServer
 import Testing
 

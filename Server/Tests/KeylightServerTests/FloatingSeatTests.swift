@@ -1,7 +1,7 @@
 import Crypto
 import Foundation
 import KeylightCore
-import KeylightTestSupport
+import KeylightServerTestSupport
 @testable import KeylightServer
 import Testing
 

@@ -3,8 +3,8 @@ import HTTPTypes
 import KeylightCore
 @testable import KeylightServer
 import NIOCore
-import KeylightFuzzSupport
 import KeylightTestSupport
+import KeylightServerTestSupport
 import Testing
 
 /// The server against hostile input, slow and numerous peers, and proxies.

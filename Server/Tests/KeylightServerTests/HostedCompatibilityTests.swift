@@ -2,7 +2,7 @@ import Foundation
 import HTTPTypes
 import KeylightCore
 @testable import KeylightServer
-import KeylightTestSupport
+import KeylightServerTestSupport
 import Testing
 
 /// Protocol 6.1: what the hosted service's clients and migrated customers need from this server.

@@ -2,7 +2,7 @@ import Foundation
 import HTTPTypes
 import KeylightCore
 @testable import KeylightServer
-import KeylightTestSupport
+import KeylightServerTestSupport
 import SQLKit
 import Testing
 

@@ -3,7 +3,7 @@ import HTTPTypes
 import KeylightCore
 @testable import KeylightServer
 import Logging
-import KeylightTestSupport
+import KeylightServerTestSupport
 import NIOConcurrencyHelpers
 import Testing
 

@@ -1,6 +1,6 @@
 import Foundation
 @testable import KeylightServer
-import KeylightFuzzSupport
+import KeylightTestSupport
 import Testing
 
 @Suite struct RandomUUIDTests {

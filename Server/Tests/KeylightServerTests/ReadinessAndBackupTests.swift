@@ -1,7 +1,7 @@
 import Foundation
 import HTTPTypes
 import KeylightCore
-import KeylightFuzzSupport
+import KeylightTestSupport
 @testable import KeylightServer
 import Logging
 import NIOConcurrencyHelpers

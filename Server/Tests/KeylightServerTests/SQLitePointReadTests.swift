@@ -1,6 +1,6 @@
 import Foundation
 import KeylightCore
-import KeylightFuzzSupport
+import KeylightTestSupport
 @testable import KeylightServer
 import SQLKit
 import SQLiteKit

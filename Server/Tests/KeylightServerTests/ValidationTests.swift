@@ -1,5 +1,5 @@
 import Foundation
-import KeylightTestSupport
+import KeylightServerTestSupport
 import KeylightCore
 @testable import KeylightServer
 import Testing

@@ -1,6 +1,6 @@
 import Foundation
 import HTTPTypes
-import KeylightTestSupport
+import KeylightServerTestSupport
 @testable import KeylightServer
 import NIOConcurrencyHelpers
 import NIOCore

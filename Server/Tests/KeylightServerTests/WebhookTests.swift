@@ -6,7 +6,7 @@ import Foundation
 import HTTPTypes
 import KeylightCore
 @testable import KeylightServer
-import KeylightTestSupport
+import KeylightServerTestSupport
 import NIOConcurrencyHelpers
 import SQLKit
 import Testing

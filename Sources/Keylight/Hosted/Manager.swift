@@ -25,6 +25,12 @@ public func manager(_ configuration: KeylightConfiguration) -> LicenseManager {
 /// when that is nil, by `KeylightServerURL` in the app's Info.plist (``Configuration/bundleServerURL(_:environment:)``).
 ///
 /// - Parameters:
+///   - sdkKey: the product's SDK key, as the dashboard showed it.
+///   - tenantId: the tenant's id on your server.
+///   - productId: the product's id.
+///   - keyPrefix: the prefix of the product's license keys (other keys are refused locally).
+///   - branding: the app's name, store link and colours, for its own license screens.
+///   - serverURL: your server; nil reads `KeylightServerURL` from the app's Info.plist.
 ///   - trustedPublicKeyBase64: the tenant's Ed25519 public key (32 bytes, base64), as the dashboard lists it.
 ///   - kid: the key's id; leave it out, and it is derived from the key exactly as the server
 ///     derives it (`k` and 10 hex characters). Give it only for a key the server names otherwise.

@@ -1,7 +1,7 @@
 import Foundation
 
 /// A change in what the user may do that an app may want to say something about, posted as
-/// ``Foundation/Notification/Name/keylightLifecycleEvent`` (the hosted SDK's names and rules).
+/// `Notification.Name.keylightLifecycleEvent` (the hosted SDK's names and rules).
 public enum LicenseLifecycleEvent: String, Hashable, Sendable {
     /// Access ended: `.licensed` or `.trial` became `.expired`, `.limited` or `.invalid`.
     /// Not posted for the first state of a launch, nor for the user's own deactivation.

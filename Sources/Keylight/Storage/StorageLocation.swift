@@ -1,7 +1,7 @@
 import Foundation
 
 /// Where the file store keeps one product's files on each platform, decided from plain values so
-/// that every branch runs in tests on any platform; ``current`` reads those values from the system.
+/// that every branch runs in tests on any platform; ``current(appGroup:bundle:)`` reads those values from the system.
 ///
 /// - Apple platforms: `Application Support/<bundle id>/Keylight/<name>`, or, when an app group is
 ///   given, `<group container>/Library/Application Support/Keylight/<name>` so an app and its
@@ -9,7 +9,7 @@ import Foundation
 /// - Linux and other systems: `$XDG_DATA_HOME/keylight/<name>`, else `~/.local/share/keylight/<name>`.
 ///
 /// SDK 1.x used the XDG path on every platform; on macOS a license kept there is moved once to the
-/// new place (``legacyDirectory``), so nobody is signed out and no seat is spent again.
+/// new place (``legacyDirectory(name:)``), so nobody is signed out and no seat is spent again.
 public struct StorageLocation: Sendable, Hashable {
     public enum Platform: Sendable, Hashable {
         case apple

@@ -15,6 +15,7 @@ public struct KeychainStore: SecureStore {
     let keychain: any KeychainServices
 
     /// - Parameters:
+    ///   - service: the items' service name (the SDK uses `dev.keylight.<tenant>.<product>`).
     ///   - accessibility: `.afterFirstUnlockThisDeviceOnly` by default (background refreshes must
     ///     read the license); device trust uses `.whenUnlockedThisDeviceOnly`.
     ///   - keychain: the Keychain calls (inject a fake to test).

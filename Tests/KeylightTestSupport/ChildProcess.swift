@@ -1,5 +1,8 @@
 import Foundation
 
+// platform: child processes exist on macOS and Linux only (not on iOS, tvOS, watchOS or visionOS).
+#if os(macOS) || os(Linux)
+
 /// Runs a child process to its end without holding a Swift concurrency thread.
 ///
 /// Foundation's `waitUntilExit` and `readDataToEndOfFile` block the calling thread. Called from a
@@ -101,3 +104,4 @@ private final class ProcessBox: @unchecked Sendable {
         }
     }
 }
+#endif
