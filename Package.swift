@@ -17,6 +17,10 @@ let package = Package(
         .library(name: "KeylightSDK", targets: ["KeylightSDK"]),
         // The QR encoder, shared by device trust and the server's dashboard.
         .library(name: "KeylightQR", targets: ["KeylightQR"]),
+        // Signing: leases, configs, response and webhook signatures, signing-key files. The
+        // server's (a product only so the server package can use it); apps verify, never sign,
+        // and never import it.
+        .library(name: "KeylightSigning", targets: ["KeylightSigning"]),
         // Helpers this repository's own test suites share (seeded mutator, prerequisite gate,
         // child processes), a product only so the server package's tests can use them. Not for
         // apps: left out of the documentation and the sample app.
@@ -39,6 +43,11 @@ let package = Package(
             // Formats and crypto shared by the SDK and the server.
             name: "KeylightCore",
             dependencies: [.product(name: "Crypto", package: "swift-crypto")]
+        ),
+        .target(
+            // What only a signer needs (the server, the CLI's offline tools, tests' fake servers).
+            name: "KeylightSigning",
+            dependencies: ["KeylightCore", .product(name: "Crypto", package: "swift-crypto")]
         ),
         .target(
             // The SDK apps embed: swift-crypto and Foundation only. Its resources are the privacy
@@ -67,7 +76,7 @@ let package = Package(
             // libFuzzer entry points for the parsers of untrusted bytes; an ordinary build replays
             // the corpus in Fuzz/Corpus (see .ci/fuzz).
             name: "keylight-fuzz",
-            dependencies: ["KeylightCore", .product(name: "Crypto", package: "swift-crypto")]
+            dependencies: ["KeylightCore", "KeylightSigning", .product(name: "Crypto", package: "swift-crypto")]
         ),
         .target(
             name: "KeylightTestSupport",
@@ -75,11 +84,11 @@ let package = Package(
         ),
         .testTarget(
             name: "KeylightCoreTests",
-            dependencies: ["KeylightCore", "KeylightTestSupport", .product(name: "Crypto", package: "swift-crypto")]
+            dependencies: ["KeylightCore", "KeylightSigning", "KeylightTestSupport", .product(name: "Crypto", package: "swift-crypto")]
         ),
         .testTarget(
             name: "KeylightTrustTests",
-            dependencies: ["KeylightTrust", "KeylightTestSupport", "KeylightCore", "Keylight", .product(name: "Crypto", package: "swift-crypto")]
+            dependencies: ["KeylightTrust", "KeylightTestSupport", "KeylightCore", "KeylightSigning", "Keylight", .product(name: "Crypto", package: "swift-crypto")]
         ),
         .testTarget(
             name: "KeylightQRTests",
@@ -87,7 +96,7 @@ let package = Package(
         ),
         .testTarget(
             name: "KeylightTests",
-            dependencies: ["Keylight", "KeylightCore", .product(name: "Crypto", package: "swift-crypto")]
+            dependencies: ["Keylight", "KeylightCore", "KeylightSigning", .product(name: "Crypto", package: "swift-crypto")]
         ),
         .testTarget(
             // The hosted SDK's documented examples, compiled as written against `import KeylightSDK`.

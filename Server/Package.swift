@@ -43,6 +43,7 @@ let package = Package(
             dependencies: [
                 "CKeylightRuntimeHook",
                 .product(name: "KeylightCore", package: "Keylight"),
+                .product(name: "KeylightSigning", package: "Keylight"),
                 .product(name: "KeylightQR", package: "Keylight"),
                 .product(name: "Crypto", package: "swift-crypto"),
                 .product(name: "Hummingbird", package: "hummingbird"),
@@ -102,6 +103,7 @@ let package = Package(
             dependencies: [
                 "KeylightServer", "KeylightHTTPTransport",
                 .product(name: "KeylightCore", package: "Keylight"),
+                .product(name: "KeylightSigning", package: "Keylight"),
                 .product(name: "Keylight", package: "Keylight"),
                 .product(name: "KeylightTrust", package: "Keylight"),
                 .product(name: "Logging", package: "swift-log"),
@@ -113,6 +115,7 @@ let package = Package(
             dependencies: [
                 "KeylightServer", "KeylightHTTPTransport",
                 .product(name: "KeylightCore", package: "Keylight"),
+                .product(name: "KeylightSigning", package: "Keylight"),
                 .product(name: "Keylight", package: "Keylight"),
                 .product(name: "AsyncHTTPClient", package: "async-http-client"),
                 .product(name: "Logging", package: "swift-log"),
@@ -139,6 +142,7 @@ let package = Package(
                 "KeylightServer", "KeylightServerTestSupport", "KeylightHTTPTransport",
                 .product(name: "Keylight", package: "Keylight"),
                 .product(name: "KeylightCore", package: "Keylight"),
+                .product(name: "KeylightSigning", package: "Keylight"),
                 .product(name: "KeylightTestSupport", package: "Keylight"),
                 .product(name: "Logging", package: "swift-log"),
                 .product(name: "Crypto", package: "swift-crypto"),
@@ -150,6 +154,7 @@ let package = Package(
                 "KeylightServer",
                 "KeylightServerTestSupport",
                 .product(name: "KeylightCore", package: "Keylight"),
+                .product(name: "KeylightSigning", package: "Keylight"),
                 .product(name: "KeylightTestSupport", package: "Keylight"),
                 .product(name: "Crypto", package: "swift-crypto"),
                 .product(name: "HummingbirdTesting", package: "hummingbird"),
@@ -164,6 +169,7 @@ let package = Package(
             dependencies: [
                 "KeylightCLI", "KeylightServer", "KeylightServerTestSupport",
                 .product(name: "KeylightCore", package: "Keylight"),
+                .product(name: "KeylightSigning", package: "Keylight"),
                 .product(name: "KeylightTestSupport", package: "Keylight"),
                 .product(name: "AsyncHTTPClient", package: "async-http-client"),
                 .product(name: "NIOConcurrencyHelpers", package: "swift-nio"),

@@ -141,7 +141,7 @@ extension Configuration {
             guard let key = Self.publicKey(base64: text) else {
                 throw KeylightError.configuration("\(names.publicKeys)[\(index)] is not a base64 Ed25519 public key (32 bytes)")
             }
-            trusted[SigningKey.defaultKid(for: key)] = key
+            trusted[KeyID.derived(from: key)] = key
         }
         guard (0...3_650).contains(trialDays) else { throw KeylightError.configuration("trialDays must be from 0 to 3650") }
         let storage = Defaults.storage

@@ -63,7 +63,7 @@ extension LicenseManager {
     /// `heartbeat`: the seat floats and must be renewed within it.
     func adopt(
         _ lease: Lease, instanceId: String, key: LicenseKey, verification: String, offline: Bool = false,
-        heartbeat: Int? = nil, overLimit: Bool? = nil, licenseExpiresAt: Int64? = nil, now: Int64
+        heartbeat: Int? = nil, overLimit: Bool? = nil, licenseExpiresAt: Int64? = nil, synchronously: Bool = false, now: Int64
     ) {
         stored.licenseExpiresAt = licenseExpiresAt
         stored.offlineActivation = offline ? true : nil
@@ -81,7 +81,7 @@ extension LicenseManager {
         sawServer(serverTime: lease.issuedAt)
         failures = 0
         lastError = nil
-        persist()
+        if synchronously { persistNow() } else { persist() }
         resolve()
         schedule(now: now)
     }

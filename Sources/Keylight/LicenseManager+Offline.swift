@@ -49,7 +49,8 @@ extension LicenseManager {
             stored.configVerification = PersistedState.offlineVerification
         }
         // Not a response signature, but the lease's own signature and the binding to this device.
-        adopt(response.lease, instanceId: response.instanceId, key: key, verification: PersistedState.offlineVerification, offline: true, now: now)
+        adopt(response.lease, instanceId: response.instanceId, key: key, verification: PersistedState.offlineVerification, offline: true,
+              synchronously: true, now: now)
     }
 
     /// Gives this device's seat back without the network: signs a deactivation proof with the
@@ -72,7 +73,9 @@ extension LicenseManager {
         stored.pendingDeactivationProof = proof
         stored.surrenderedInstances = Array(((stored.surrenderedInstances ?? []) + [instanceId]).suffix(PersistedState.surrenderLimit))
         lastError = nil
-        persist()
+        // On the store before the proof is handed out: a proof whose license is still kept here
+        // would free the seat while this device stays licensed.
+        persistNow()
         resolve(announcing: false)
         return proof
     }

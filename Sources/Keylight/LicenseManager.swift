@@ -242,7 +242,8 @@ public final class LicenseManager {
         // What this manager wrote last is on the store before it is read back.
         await flushWrites()
         let result: Result<(state: PersistedState, isCompact: Bool), any Error>
-        do { result = .success(try await io.load()) } catch { result = .failure(error) }
+        let io = io
+        do { result = .success(try await StoreIO.offMain { try io.load() }) } catch { result = .failure(error) }
         switch result {
         case .success(let loaded):
             stored = loaded.state
@@ -291,10 +292,23 @@ public final class LicenseManager {
         lastWrite = Task { [weak self] in
             await previous?.value
             do {
-                try await io.save(snapshot, sequence: sequence)
+                try await StoreIO.offMain { try io.save(snapshot, sequence: sequence) }
             } catch {
                 self?.lastError = (error as? KeylightError) ?? .storage("\(error)")
             }
+        }
+    }
+
+    /// Writes the state before returning, on the caller's thread: for the synchronous offline-file
+    /// calls, whose effect (a license forgotten once its deactivation proof exists) must be on the
+    /// store even if the app quits right after. Ordered with ``persist()``'s writes by their numbers.
+    func persistNow() {
+        guard !storeLocked, !isPreview else { return }
+        writeSequence += 1
+        do {
+            try io.save(stored, sequence: writeSequence)
+        } catch {
+            lastError = (error as? KeylightError) ?? .storage("\(error)")
         }
     }
 
@@ -320,14 +334,15 @@ public final class LicenseManager {
     /// This device's per-product hash, read (or made, on first use) off the main actor. A store
     /// that cannot be read is an error, never an empty hash: the server would take "" for another machine.
     func machineHash() async throws -> String {
-        let hash = try await io.machineHash(productKey: "\(configuration.tenantId)/\(configuration.productId)")
+        let io = io, productKey = "\(configuration.tenantId)/\(configuration.productId)"
+        let hash = try await StoreIO.offMain { try io.machineHash(productKey: productKey) }
         guard !hash.isEmpty else { throw KeylightError.storage("no device identity") }
         return hash
     }
 
     /// The same, read here: for the offline-file calls, which are synchronous.
     func machineHashNow() throws -> String {
-        let hash = try MachineIdentity.hash(productKey: "\(configuration.tenantId)/\(configuration.productId)", store: configuration.store)
+        let hash = try io.machineHash(productKey: "\(configuration.tenantId)/\(configuration.productId)")
         guard !hash.isEmpty else { throw KeylightError.storage("no device identity") }
         return hash
     }

@@ -1,6 +1,7 @@
 import Crypto
 import Foundation
 import KeylightCore
+import KeylightSigning
 
 /// The parsers of untrusted bytes worth a coverage-guided fuzzer, by name. Each must return
 /// normally for every input: a trap or a hang is the finding.

@@ -2,6 +2,7 @@ import Crypto
 import Foundation
 import KeylightTestSupport
 @testable import KeylightCore
+import KeylightSigning
 import Testing
 
 @Suite(.timeLimit(.minutes(3))) struct SigningKeyTests {

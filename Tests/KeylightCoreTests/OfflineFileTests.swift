@@ -1,6 +1,7 @@
 import Crypto
 import Foundation
 @testable import KeylightCore
+import KeylightSigning
 import KeylightTestSupport
 import Testing
 

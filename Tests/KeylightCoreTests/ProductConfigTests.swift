@@ -1,5 +1,6 @@
 import Foundation
 @testable import KeylightCore
+import KeylightSigning
 import Testing
 
 @Suite(.timeLimit(.minutes(3))) struct ProductConfigTests {

@@ -2,6 +2,7 @@ import Crypto
 import Foundation
 import KeylightTestSupport
 import KeylightCore
+import KeylightSigning
 import Testing
 
 /// The "updates until" date rides in a v3 lease as an entitlement code. These tests show that a

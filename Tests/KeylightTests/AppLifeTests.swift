@@ -1,6 +1,7 @@
 import Foundation
 @testable import Keylight
 import KeylightCore
+import KeylightSigning
 import Testing
 
 /// A store whose device-identity reads fail on demand (a locked Keychain, a corrupt file).

@@ -1,6 +1,7 @@
 import Foundation
 @testable import Keylight
 import KeylightCore
+import KeylightSigning
 import Testing
 
 /// `activate(appStoreTransaction:)` on any platform (Linux included): the JWS goes to the

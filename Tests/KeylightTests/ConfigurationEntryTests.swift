@@ -2,6 +2,7 @@ import Crypto
 import Foundation
 @testable import Keylight
 import KeylightCore
+import KeylightSigning
 import Testing
 
 /// The one way in: Info.plist entries (or the same values in code), key ids derived as the

@@ -76,4 +76,38 @@ import Testing
         await relaunched.checkOnLaunch()
         #expect(relaunched.state == .licensed)
     }
+
+    /// Writers racing to create a new store's key (threads here; an app and its extension in
+    /// life) agree on one key: every item each of them sealed opens afterwards. The key is put in
+    /// place with link(), which fails if another got there first, never with a check then rename.
+    @Test func racingFirstWritesAgreeOnOneKey() async throws {
+        for round in 0..<20 {
+            let directory = Self.directory()
+            await withTaskGroup(of: Void.self) { group in
+                for writer in 0..<8 {
+                    group.addTask {
+                        let store = EncryptedFileStore(directory: directory)
+                        try? store.set(Data("value \(writer)".utf8), for: "item-\(writer)")
+                    }
+                }
+            }
+            let store = EncryptedFileStore(directory: directory)
+            for writer in 0..<8 {
+                #expect(try store.data(for: "item-\(writer)") == Data("value \(writer)".utf8), "round \(round), writer \(writer)")
+            }
+        }
+    }
+
+    @Test func aSecretFileIsNeverReplacedUnlessAsked() throws {
+        let directory = Self.directory()
+        try FileManager.default.createDirectory(at: directory, withIntermediateDirectories: true)
+        let path = directory.appendingPathComponent("key").path
+        try SecretFile.write(Data("first".utf8), to: path)
+        #expect(throws: SecretFileError.alreadyExists(path)) { try SecretFile.write(Data("second".utf8), to: path) }
+        #expect(try SecretFile.read(path, limit: 64) == Data("first".utf8))
+        try SecretFile.write(Data("third".utf8), to: path, overwrite: true)
+        #expect(try SecretFile.read(path, limit: 64) == Data("third".utf8))
+        // No temporary file is left behind either way.
+        #expect(try FileManager.default.contentsOfDirectory(atPath: directory.path) == ["key"])
+    }
 }

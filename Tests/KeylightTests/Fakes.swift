@@ -2,6 +2,7 @@ import Crypto
 import Foundation
 @testable import Keylight
 import KeylightCore
+import KeylightSigning
 
 /// A wall clock tests move by hand.
 final class TestClock: WallClock, @unchecked Sendable {

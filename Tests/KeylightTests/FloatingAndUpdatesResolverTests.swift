@@ -1,6 +1,7 @@
 import Foundation
 @testable import Keylight
 import KeylightCore
+import KeylightSigning
 import Testing
 
 /// The launch table's rows for floating seats and "updates until" licenses, on the pure resolver.

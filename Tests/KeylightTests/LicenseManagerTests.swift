@@ -2,6 +2,7 @@ import Crypto
 import Foundation
 @testable import Keylight
 import KeylightCore
+import KeylightSigning
 import Testing
 
 @MainActor

@@ -2,6 +2,7 @@ import Crypto
 import Foundation
 @testable import Keylight
 import KeylightCore
+import KeylightSigning
 import Testing
 
 /// Every row of the launch resolution table, on the pure resolver.

@@ -2,6 +2,7 @@ import ArgumentParser
 import Crypto
 import Foundation
 import KeylightCore
+import KeylightSigning
 
 /// Lease, response-signature and raw Ed25519 rates on this machine, with each verify's ratio to
 /// a raw Ed25519 verify of the same payload (the cost floor no implementation can beat).

@@ -3,6 +3,7 @@ import Crypto
 import Foundation
 import Keylight
 import KeylightCore
+import KeylightSigning
 
 /// `checkOnLaunch` with a cached lease and no network, on the production Linux store (one
 /// encrypted file read, decrypt, decode, one lease verify), against one raw Ed25519 verify timed

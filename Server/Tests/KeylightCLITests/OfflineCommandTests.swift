@@ -1,6 +1,7 @@
 import Foundation
 import KeylightTestSupport
 import KeylightCore
+import KeylightSigning
 import Testing
 
 @Suite(.timeLimit(.minutes(3))) struct KeysCommandTests {

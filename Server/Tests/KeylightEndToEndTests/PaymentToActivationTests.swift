@@ -1,6 +1,7 @@
 import Foundation
 import Keylight
 import KeylightCore
+import KeylightSigning
 import KeylightServerTestSupport
 import Testing
 

@@ -3,6 +3,7 @@ import Foundation
 import Keylight
 import KeylightHTTPTransport
 import KeylightCore
+import KeylightSigning
 import Testing
 
 /// A man-in-the-middle between the SDK and the server, as a proxy with a user-installed

@@ -1,7 +1,7 @@
 import Crypto
 import Foundation
-import KeylightFuzzSupport
 import KeylightTestSupport
+import KeylightServerTestSupport
 import HTTPTypes
 import KeylightCore
 @testable import KeylightServer
@@ -36,7 +36,7 @@ import Testing
             #expect(product.keyPrefix == "NOTE" && product.trialDurationDays == 21 && product.freeTierEnabled)
             #expect(product.sdkKeyHash == Hex.encode(SHA256Digest(sdkKey)))
             let kid = client.server.keyRing.current["north"]!.active.kid
-            #expect(created.text.contains("tenantId: &quot;north&quot;, productId: &quot;notes&quot;") && created.text.contains(kid))
+            #expect(created.text.contains("tenant: &quot;north&quot;, product: &quot;notes&quot;") && created.text.contains(kid))
             let page = try await browser.get("/dashboard/t/north/p/notes")
             #expect(page.status == .ok && !page.text.contains(sdkKey) && page.text.contains("<svg class=\"chart statuses\""))
             let bad = try await browser.post("/dashboard/t/north/products", [("id", "Bad Id"), ("name", "x"), ("key_prefix", "ABCD")])
@@ -168,8 +168,12 @@ import Testing
             let next = try #require(client.server.keyRing.current["acme"]?.next)
             let prepared = try await browser.get("/dashboard/signing-keys")
             #expect(prepared.text.contains("is published as next") && prepared.text.contains("Rotate to \(next.kid)"))
-            let line = "\"\(next.kid)\": try .init(rawRepresentation: Data(base64Encoded: \"\(next.publicKey)\")!),  // next"
-            #expect(prepared.text.contains(line.replacingOccurrences(of: "\"", with: "&quot;")))
+            // The Info.plist entry the next build ships: the active key, and the next one marked.
+            let active = client.server.keyRing.current["acme"]!.active.publicKey.rawRepresentation.base64EncodedString()
+            #expect(prepared.text.contains("&lt;key&gt;KeylightPublicKeys&lt;/key&gt;"))
+            #expect(prepared.text.contains("&lt;string&gt;\(active)&lt;/string&gt;"))
+            #expect(prepared.text.contains("&lt;string&gt;\(next.publicKey)&lt;/string&gt; &lt;!-- next: signs after the next rotation --&gt;"))
+            #expect(!prepared.text.contains("rawRepresentation"))
             let product = try await browser.get("/dashboard/t/acme/p/app")
             #expect(product.text.contains(next.publicKey) && product.text.contains(first))
             _ = try await browser.post("/dashboard/t/acme/signing-keys/rotate")

@@ -1,6 +1,7 @@
 import Foundation
 import HTTPTypes
 import KeylightCore
+import KeylightSigning
 @testable import KeylightServer
 import NIOCore
 import KeylightTestSupport

@@ -2,6 +2,7 @@ import Crypto
 import Foundation
 import HTTPTypes
 import KeylightCore
+import KeylightSigning
 @testable import KeylightServer
 import Testing
 

@@ -1,5 +1,6 @@
 import Foundation
 import KeylightCore
+import KeylightSigning
 @testable import KeylightServer
 import Testing
 

@@ -1,6 +1,7 @@
 import Crypto
 import Foundation
 import KeylightCore
+import KeylightSigning
 @testable import KeylightServer
 import Testing
 

@@ -5,6 +5,7 @@ import Crypto
 import Foundation
 import HTTPTypes
 import KeylightCore
+import KeylightSigning
 @testable import KeylightServer
 import KeylightServerTestSupport
 import NIOConcurrencyHelpers

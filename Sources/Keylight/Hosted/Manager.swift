@@ -66,12 +66,12 @@ public func manager(
         throw KeylightError.configuration("no server URL: pass serverURL: or set KeylightServerURL in the app's Info.plist")
     }
     try Configuration.checkServerURL(server, name: serverURL == nil ? Configuration.InfoKey.serverURL : "serverURL")
-    if let kid, !SigningKey.isValidKid(kid) {
+    if let kid, !KeyID.isValid(kid) {
         throw KeylightError.configuration("kid must be 1-64 of A-Z a-z 0-9 . _ - (leave it out: it is derived from the key)")
     }
     let configuration = Configuration(
         serverURL: server, tenantId: tenantId, productId: productId, sdkKey: sdkKey, keyPrefix: keyPrefix,
-        trustedKeys: [kid ?? SigningKey.defaultKid(for: key): key], trialDaysSeed: trialDurationDays, freeTierSeed: freeTierEnabled,
+        trustedKeys: [kid ?? KeyID.derived(from: key): key], trialDaysSeed: trialDurationDays, freeTierSeed: freeTierEnabled,
         maxOfflineDays: maxOfflineDays, branding: branding, storage: storage
     )
     return LicenseManager(configuration: configuration)

@@ -44,18 +44,6 @@ public struct ProductConfig: Hashable, Sendable {
         bytes.append(contentsOf: (freeTierEnabled ? "true" : "false").utf8)
         return bytes
     }
-
-    /// Signs the config with `key`.
-    public func signed(with key: SigningKey) -> SignedProductConfig {
-        SignedProductConfig(
-            trialDurationDays: trialDurationDays,
-            freeTierEnabled: freeTierEnabled,
-            issuedAt: issuedAt,
-            expiresAt: expiresAt,
-            kid: key.kid,
-            signature: Base64.encode(key.signature(for: signedPayload(kid: key.kid)))
-        )
-    }
 }
 
 /// A signed product config as it travels: the body of `GET config` and the `config` field of

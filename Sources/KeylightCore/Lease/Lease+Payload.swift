@@ -23,7 +23,7 @@ extension Lease {
 
     /// Entitlements in signing order: ascending by UTF-8 code unit, which for the ASCII codes
     /// the server issues is also UTF-16 and scalar order.
-    static func canonicalOrder(_ entitlements: [String]) -> [String] {
+    package static func canonicalOrder(_ entitlements: [String]) -> [String] {
         guard entitlements.count > 1 else { return entitlements }
         return entitlements.sorted { $0.utf8.lexicographicallyPrecedes($1.utf8) }
     }
@@ -31,7 +31,7 @@ extension Lease {
     /// True when the payload reads back unambiguously: no field holds the `|` separator and no
     /// entitlement holds `,` or is empty. Without this, `["a,b"]` and `["a","b"]` would sign
     /// the same bytes, and a lease granting one code could be rewritten to grant two.
-    var hasUnambiguousPayload: Bool {
+    package var hasUnambiguousPayload: Bool {
         let pipe = UInt8(ascii: "|")
         let comma = UInt8(ascii: ",")
         guard !kid.utf8.contains(pipe), !licenseKeyHash.utf8.contains(pipe), !instanceId.utf8.contains(pipe) else {

@@ -31,17 +31,6 @@ public struct OfflineActivationResponse: Hashable, Sendable {
         self.binding = binding
     }
 
-    /// Makes a response for `request`, signing the binding with `key` (the key that signed `lease`).
-    public static func make(
-        request: OfflineActivationRequest, instanceId: String, licenseExpiresAt: Int64?, lease: Lease, config: SignedProductConfig, key: SigningKey
-    ) -> Self {
-        let message = bindingMessage(kid: key.kid, instanceId: instanceId, machineHash: request.machineHash, deviceKey: request.deviceKeyBase64, leaseSignature: lease.signature)
-        return Self(
-            instanceId: instanceId, licenseExpiresAt: licenseExpiresAt, lease: lease, config: config,
-            machineHash: request.machineHash, binding: Base64.encode(key.signature(for: message))
-        )
-    }
-
     /// `kl-offline-activation|<kid>|<instance_id>|<machine_hash>|<device_key>|<lease signature>`.
     /// Every field but the machine hash is free of `|` (a kid, an id, two base64 strings of
     /// fixed length), so the message reads one way only.

@@ -10,14 +10,14 @@ public struct IntermediateKeyCertificate: Hashable, Sendable {
     /// Root (keyset) key's 64-byte signature over ``signedBytes``.
     public let rootSignature: [UInt8]
 
-    init(publicKey: [UInt8], expiryDay: UInt32, rootSignature: [UInt8]) {
+    package init(publicKey: [UInt8], expiryDay: UInt32, rootSignature: [UInt8]) {
         self.publicKey = publicKey
         self.expiryDay = expiryDay
         self.rootSignature = rootSignature
     }
 
     /// Parses the 100-byte certificate at the start of `bytes`.
-    init(bytes: some RandomAccessCollection<UInt8>) {
+    package init(bytes: some RandomAccessCollection<UInt8>) {
         typealias Layout = ResponseSignatureLayout.Component
         let array = Array(bytes)
         publicKey = Array(array[Layout.intermediatePublicKey.range])
@@ -35,7 +35,7 @@ public struct IntermediateKeyCertificate: Hashable, Sendable {
         publicKey + Self.littleEndian(expiryDay) + rootSignature
     }
 
-    static func signedBytes(publicKey: [UInt8], expiryDay: UInt32) -> [UInt8] {
+    package static func signedBytes(publicKey: [UInt8], expiryDay: UInt32) -> [UInt8] {
         littleEndian(expiryDay) + publicKey
     }
 

@@ -6,7 +6,7 @@ public struct ResponseSignature: Hashable, Sendable {
     /// The intermediate key's 64-byte signature over ``message(salt:nonce:path:requestTime:body:)``.
     public let messageSignature: [UInt8]
 
-    init(certificate: IntermediateKeyCertificate, salt: [UInt8], messageSignature: [UInt8]) {
+    package init(certificate: IntermediateKeyCertificate, salt: [UInt8], messageSignature: [UInt8]) {
         self.certificate = certificate
         self.salt = salt
         self.messageSignature = messageSignature

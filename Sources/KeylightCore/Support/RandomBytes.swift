@@ -1,7 +1,7 @@
 extension RandomNumberGenerator {
     /// `count` random bytes from 64-bit draws: `UInt8.random(in:)` would draw 64 bits per byte,
     /// and the system generator makes a system call per draw.
-    mutating func bytes(_ count: Int) -> [UInt8] {
+    package mutating func bytes(_ count: Int) -> [UInt8] {
         var out: [UInt8] = []
         out.reserveCapacity(count)
         while out.count < count {

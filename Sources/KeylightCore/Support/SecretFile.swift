@@ -38,8 +38,31 @@ public enum SecretFile {
         let savedErrno = errno
         ok = ok && fsync(descriptor) == 0
         close(descriptor)
-        guard ok, rename(temporary, path) == 0 else {
+        guard ok else {
             let failure = errno == 0 ? savedErrno : errno
+            unlink(temporary)
+            throw .cannotWrite(path, errno: failure)
+        }
+        if !overwrite {
+            // link() puts the file in place only if nothing is there, in one step: two writers
+            // (threads, or an app and its extension) racing to create a key cannot both win, as
+            // they could between a check and a rename. File systems without hard links fall back.
+            if link(temporary, path) == 0 {
+                unlink(temporary)
+                return
+            }
+            let failure = errno
+            if failure == EEXIST {
+                unlink(temporary)
+                throw .alreadyExists(path)
+            }
+            guard failure == EPERM || failure == ENOTSUP || failure == EOPNOTSUPP || failure == EXDEV else {
+                unlink(temporary)
+                throw .cannotWrite(path, errno: failure)
+            }
+        }
+        guard rename(temporary, path) == 0 else {
+            let failure = errno
             unlink(temporary)
             throw .cannotWrite(path, errno: failure)
         }

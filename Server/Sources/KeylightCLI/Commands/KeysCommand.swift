@@ -1,5 +1,6 @@
 import ArgumentParser
 import KeylightCore
+import KeylightSigning
 
 struct KeysCommand: ParsableCommand {
     static let configuration = CommandConfiguration(

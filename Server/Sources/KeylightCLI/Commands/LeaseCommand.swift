@@ -1,6 +1,7 @@
 import ArgumentParser
 import Foundation
 import KeylightCore
+import KeylightSigning
 
 struct LeaseCommand: ParsableCommand {
     static let configuration = CommandConfiguration(

@@ -71,7 +71,7 @@ struct ServeCommand: AsyncParsableCommand {
     @Option(help: "Paddle's API base URL for buyers' addresses (also KEYLIGHT_PADDLE_API_BASE); default api.paddle.com, or sandbox-api.paddle.com for a tenant set to sandbox.")
     var paddleAPIBase: String?
 
-    @Option(help: "The server's public URL (e.g. https://licenses.example.com): used in the dashboard's Swift snippet; https makes dashboard cookies Secure. Also KEYLIGHT_PUBLIC_URL.")
+    @Option(help: "The server's public URL (e.g. https://licenses.example.com): the KeylightServerURL the dashboard gives apps; https makes dashboard cookies Secure. Also KEYLIGHT_PUBLIC_URL.")
     var publicURL: String?
 
     @Option(help: "Seconds between checks for due outbound webhook deliveries.")

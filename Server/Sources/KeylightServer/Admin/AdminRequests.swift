@@ -1,4 +1,5 @@
 import KeylightCore
+import KeylightSigning
 
 struct CreateTenantRequest: Decodable {
     var id: String?

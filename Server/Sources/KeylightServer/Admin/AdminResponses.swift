@@ -1,4 +1,5 @@
 import KeylightCore
+import KeylightSigning
 
 struct TenantBody: Encodable {
     var id: String

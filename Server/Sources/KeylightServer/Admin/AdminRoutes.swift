@@ -3,6 +3,7 @@ import Foundation
 import Hummingbird
 import HTTPTypes
 import KeylightCore
+import KeylightSigning
 import NIOCore
 
 /// Checks `Authorization: Bearer <token>` against the admin token's SHA-256, in constant time.

@@ -1,4 +1,5 @@
 import KeylightCore
+import KeylightSigning
 
 /// What the admin API, the dashboard, the portal and the payment webhooks read, through the same
 /// service that makes their changes: no route or controller reaches storage itself.

@@ -1,6 +1,7 @@
 import Crypto
 import Foundation
 import KeylightCore
+import KeylightSigning
 
 /// Administration (protocol section 4), shared by the admin API and the dashboard. Every
 /// change is written to the audit log in its own transaction.

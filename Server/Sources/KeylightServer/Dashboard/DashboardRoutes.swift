@@ -16,7 +16,7 @@ struct DashboardRoutes: Sendable {
     let sessions: SQLSessionStore
     /// Sign-in attempts per client address.
     let loginLimiter: RateLimiter<IPAddress>
-    /// The server's public URL (for the Swift snippet); nil = from the request's Host.
+    /// The server's public URL (the app set-up's `KeylightServerURL`, webhook URLs); nil = from the request's Host.
     let publicURL: String?
     /// Cookies carry `Secure` (the dashboard is served over TLS).
     let secureCookies: Bool

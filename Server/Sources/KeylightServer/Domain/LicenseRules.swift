@@ -1,4 +1,5 @@
 import KeylightCore
+import KeylightSigning
 
 /// The rules every door applies to a license as read: whether it may be used, and the lease it
 /// earns. The SDK API, offline files, the App Store exchange and the portal all decide with these,

@@ -1,4 +1,5 @@
 import KeylightCore
+import KeylightSigning
 
 /// What the webhook routes and a retry share: a delivery's signature check and its reading.
 extension MerchantProvider {

@@ -1,6 +1,7 @@
 import Crypto
 import Foundation
 import KeylightCore
+import KeylightSigning
 
 /// Paddle Billing's webhook signature: `Paddle-Signature: ts=<unix>;h1=<hex>[;h1=<hex>…]`, each
 /// `h1` an HMAC-SHA256 of `"<ts>:<raw body>"` keyed with the UTF-8 bytes of the whole

@@ -1,6 +1,7 @@
 import Crypto
 import Foundation
 import KeylightCore
+import KeylightSigning
 
 /// Standard Webhooks (standardwebhooks.com), as Polar sends them: `webhook-id`,
 /// `webhook-timestamp` (Unix seconds) and `webhook-signature`, a space-separated list of

@@ -1,6 +1,7 @@
 import Crypto
 import Foundation
 import KeylightCore
+import KeylightSigning
 
 /// Seats a customer can see (protocol 6.3) and offline activation (6.4), shared by the SDK
 /// routes, the customer portal and the dashboard.

@@ -1,6 +1,7 @@
 import Crypto
 import Foundation
 import KeylightCore
+import KeylightSigning
 import Logging
 
 /// The SDK API's behaviour (protocol section 2), independent of HTTP.

@@ -1,4 +1,5 @@
 import KeylightCore
+import KeylightSigning
 import SQLKit
 
 /// A tenant's signing key as stored: the private key sealed under the master key (its seal

@@ -1,5 +1,6 @@
 import Foundation
 import KeylightCore
+import KeylightSigning
 import Logging
 import SQLKit
 

@@ -1,6 +1,7 @@
 import Foundation
 import Hummingbird
 import KeylightCore
+import KeylightSigning
 import Logging
 import NIOCore
 

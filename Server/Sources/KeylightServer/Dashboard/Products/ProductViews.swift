@@ -8,7 +8,11 @@ struct ProductView: Sendable {
     var product: ProductRow
     /// Shown once, right after creation.
     var sdkKey: String?
-    var snippet: String
+    /// The Info.plist entries and Swift for this product's app (the real SDK key right after creation).
+    var snippet: AppSnippet
+    /// The server URL in the snippet: `--public-url`, else (nil) this request's host over http.
+    var publicURL: String?
+    var serverURL: String
     var keyTypes: [KeyTypeRow]
     var statusChart: String
     var activationChart: String

@@ -1,6 +1,6 @@
 import Hummingbird
 
-/// A product's page (settings, charts, key types, the app's `Configuration`) and its forms.
+/// A product's page (settings, charts, key types, the app's Info.plist entries and Swift) and its forms.
 struct ProductsController: Sendable {
     let dashboard: DashboardRoutes
     var admin: AdminService { dashboard.admin }
@@ -90,7 +90,7 @@ struct ProductsController: Sendable {
             ), actor: try context.requireUser().actor)
             var view = try await productView(tenantId, product.id, request, context)
             view.sdkKey = sdkKey
-            view.snippet = AppSnippet.configuration(product: product, sdkKey: sdkKey, serverURL: serverURL(request), keys: admin.keyRing.current[product.tenantId])
+            view.snippet = AppSnippet(product: product, sdkKey: sdkKey, serverURL: view.serverURL, keys: admin.keyRing.current[product.tenantId])
             return pages.page("product", view)
         }
 
@@ -171,7 +171,9 @@ struct ProductsController: Sendable {
         return "/dashboard/t/\(tenant)/p/\(product)"
     }
 
-    /// The server's URL as an app reaches it: the configured public URL, else this request's host.
+    /// The server's URL as an app reaches it: `--public-url` (`KEYLIGHT_PUBLIC_URL`), else this
+    /// request's `Host` over http (the server speaks plain HTTP; the trusted-proxy setting covers
+    /// only `X-Forwarded-For`, so a proxy's scheme and host are not known without `--public-url`).
     private func serverURL(_ request: Request) -> String {
         dashboard.publicURL ?? "http://\(request.head.authority ?? "localhost:8080")"
     }
@@ -180,9 +182,11 @@ struct ProductsController: Sendable {
         let tenant = try await admin.requireTenant(tenantId)
         let product = try await admin.requireProduct(tenantId: tenantId, productId: productId)
         let charts = try await ProductCharts.load(admin, tenantId: tenantId, productId: productId, now: admin.clock.unixSeconds)
+        let serverURL = serverURL(request)
         return ProductView(
             chrome: pages.chrome(product.name, context), tenantId: tenant.id, tenantName: tenant.name, product: ProductRow(product),
-            sdkKey: nil, snippet: AppSnippet.configuration(product: product, sdkKey: nil, serverURL: serverURL(request), keys: admin.keyRing.current[product.tenantId]),
+            sdkKey: nil, snippet: AppSnippet(product: product, sdkKey: nil, serverURL: serverURL, keys: admin.keyRing.current[product.tenantId]),
+            publicURL: dashboard.publicURL, serverURL: serverURL,
             keyTypes: try await admin.keyTypes(tenantId: tenantId, productId: productId).map(KeyTypeRow.init),
             statusChart: charts.status, activationChart: charts.activations, validationChart: charts.validations
         )

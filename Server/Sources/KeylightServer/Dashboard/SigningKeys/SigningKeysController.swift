@@ -1,7 +1,7 @@
 import Hummingbird
 
 /// Every tenant's lease-signing keys: prepare the next key, rotate, retire; with the
-/// `trustedKeys` each tenant's next app build must ship.
+/// `KeylightPublicKeys` each tenant's next app build must ship.
 struct SigningKeysController: Sendable {
     let dashboard: DashboardRoutes
     var admin: AdminService { dashboard.admin }
@@ -32,7 +32,7 @@ struct SigningKeysController: Sendable {
         let tenant = group.signedIn("/t/:tenant/signing-keys", dashboard: dashboard, back: { _ in Self.page })
         tenant.post("/prepare") { _, context -> Response in
             let row = try await admin.prepareSigningKey(tenantId: try context.parameters.require("tenant"), actor: try context.requireUser().actor)
-            pages.flash(context, "Key \(row.kid) is published as next. Ship it in your app (see trustedKeys below), then rotate.")
+            pages.flash(context, "Key \(row.kid) is published as next. Ship it in your app (its KeylightPublicKeys below), then rotate.")
             return .redirect(to: Self.page)
         }
         tenant.post("/rotate") { _, context -> Response in

@@ -1,4 +1,5 @@
 import KeylightCore
+import KeylightSigning
 
 /// `signing_keys.mustache`.
 struct SigningKeysView: Sendable {
@@ -20,7 +21,7 @@ struct TenantSigningKeys: Sendable {
         self.name = name
         self.keys = (keys?.rows ?? []).reversed().map(SigningKeyListRow.init)
         next = keys?.next?.kid
-        trustedKeys = "trustedKeys: [\n" + AppSnippet.trustedKeysLines(keys) + "\n],"
+        trustedKeys = AppSnippet.publicKeysPlist(keys)
     }
 }
 

@@ -1,8 +1,10 @@
 import Crypto
 import Foundation
+import KeylightCore
 
 /// An Ed25519 private key with its key id (`kid`), the unit of signing for leases, product
-/// configs and intermediate response-signing keys.
+/// configs and intermediate response-signing keys. Server side: apps verify, never sign, so this
+/// module is not part of what `import Keylight` brings.
 ///
 /// Neither `description` nor `dump` shows the private key.
 public struct SigningKey: Sendable, CustomStringConvertible, CustomReflectable {
@@ -33,25 +35,14 @@ public struct SigningKey: Sendable, CustomStringConvertible, CustomReflectable {
         do { return try privateKey.signature(for: bytes) } catch { fatalError("Ed25519 signing failed: \(error)") }
     }
 
-    /// `k` + the first 10 hex characters of SHA-256 of the public key: stable, collision-free in
-    /// practice, and safe for several processes to create without coordinating a counter.
+    /// The id the server gives a public key (``KeyID/derived(from:)``).
     public static func defaultKid(for publicKey: Curve25519.Signing.PublicKey) -> String {
-        "k" + Hex.encode(SHA256.hash(data: publicKey.rawRepresentation)).prefix(10)
+        KeyID.derived(from: publicKey)
     }
 
-    /// Kids travel inside `|`-separated signed payloads and HTTP headers: 1 to 64 characters of
-    /// `A-Z a-z 0-9 . _ -`.
+    /// Whether `kid` can name a key (``KeyID/isValid(_:)``).
     public static func isValidKid(_ kid: String) -> Bool {
-        let bytes = Array(kid.utf8)
-        return (1...64).contains(bytes.count) && bytes.allSatisfy { byte in
-            switch byte {
-            case UInt8(ascii: "a")...UInt8(ascii: "z"), UInt8(ascii: "A")...UInt8(ascii: "Z"),
-                 UInt8(ascii: "0")...UInt8(ascii: "9"), UInt8(ascii: "."), UInt8(ascii: "_"), UInt8(ascii: "-"):
-                true
-            default:
-                false
-            }
-        }
+        KeyID.isValid(kid)
     }
 
     public var description: String { "SigningKey(kid: \(kid))" }
@@ -102,18 +93,4 @@ extension SigningKey {
     public func write(to path: String, overwrite: Bool = false) throws(SecretFileError) {
         try SecretFile.write(fileJSON(), to: path, overwrite: overwrite)
     }
-}
-
-/// Why a key or keyset could not be used.
-public struct KeyError: Error, Hashable, Sendable, CustomStringConvertible {
-    public let description: String
-
-    public static let invalidKid = Self(description: "kid must be 1-64 characters of A-Z a-z 0-9 . _ -")
-    public static let malformedKeyFile = Self(description: "key file is not {\"kid\",\"private_key\",\"public_key\"} with a base64 32-byte Ed25519 private key")
-    public static let publicKeyMismatch = Self(description: "key file's public_key does not belong to its private_key")
-    public static let malformedKeyset = Self(description: "keyset is neither {\"keys\":[{\"kid\",\"public_key\"}]} nor {\"<kid>\":\"<base64 public key>\"}")
-    public static func invalidPublicKey(kid: String) -> Self {
-        Self(description: "public key for kid \(kid) is not 32 bytes of base64")
-    }
-    public static func unreadable(_ path: String) -> Self { Self(description: "\(path): cannot be read") }
 }

@@ -1,5 +1,6 @@
 import Crypto
 import Foundation
+import KeylightCore
 
 /// A short-lived Ed25519 key that signs responses, certified by a root (keyset) key so the root
 /// private key signs once a day rather than once per response.

@@ -1,5 +1,6 @@
 import Crypto
 import Foundation
+import KeylightCore
 
 /// The timestamped HMAC scheme Stripe signs webhooks with, and Keylight signs its own outbound
 /// webhooks with: a header `t=<unix>,v1=<hex>[,v1=<hex>…]`, each `v1` an HMAC-SHA256 of
