@@ -55,7 +55,6 @@ let package = Package(
             // reads the bundle through Bundle.module, whose accessor stops a process without it).
             name: "Keylight",
             dependencies: ["KeylightCore", .product(name: "Crypto", package: "swift-crypto")],
-            exclude: ["Keylight.docc"],
             resources: [.copy("PrivacyInfo.xcprivacy"), .process("Resources")]
         ),
         .target(
