@@ -144,7 +144,9 @@ extension Configuration {
             trusted[KeyID.derived(from: key)] = key
         }
         guard (0...3_650).contains(trialDays) else { throw KeylightError.configuration("trialDays must be from 0 to 3650") }
-        let storage = Defaults.storage
+        // An app group shares the license through its container's files: Keychain items would need
+        // a keychain access group as well, which the Info.plist cannot grant.
+        let storage = appGroup == nil ? Defaults.storage : .encryptedFile()
         self.init(
             serverURL: serverURL, tenantId: tenant, productId: product, sdkKey: sdkKey, keyPrefix: keyPrefix ?? "",
             trustedKeys: trusted, trialDaysSeed: trialDays,

@@ -44,6 +44,15 @@ import Testing
         #expect(inCode.maxOfflineDays == configuration.maxOfflineDays && inCode.storage == configuration.storage)
     }
 
+    @Test func anAppGroupKeepsTheLicenseInSharedFiles() throws {
+        let shared = try Configuration(infoDictionary: Self.plist(["KeylightAppGroup": "group.com.acme.shared"]))
+        #expect(shared.appGroup == "group.com.acme.shared")
+        #expect(shared.storage == .encryptedFile())
+        #expect(shared.store is EncryptedFileStore)
+        let plain = try Configuration(infoDictionary: Self.plist())
+        #expect(plain.appGroup == nil && plain.storage == Configuration.Defaults.storage)
+    }
+
     @Test(arguments: [
         ("KeylightServerURL", nil, "KeylightServerURL is missing"),
         ("KeylightServerURL", "http://licenses.acme.example", "KeylightServerURL must use https"),

@@ -7,13 +7,14 @@ import KeylightTrust
 
 @MainActor
 func run() async throws {
-    let signing = try SigningKey.generate(kid: "k1")
-    let configuration = KeylightConfiguration(
+    // The one way in, in code (an app puts the same values in its Info.plist).
+    var configuration = try Configuration(
         serverURL: URL(string: "http://127.0.0.1:9")!,  // nothing listens: the app is offline
-        tenantId: "acme", productId: "app", sdkKey: "sdk_example", keyPrefix: "ACME",
-        trustedKeys: [signing.kid: signing.publicKey], trialDaysSeed: 14, store: InMemoryStore()
+        tenant: "acme", product: "app", sdkKey: "kl_sdk_example",
+        publicKeys: ["wPOiRNiP2hbc0O4UCAuO6FRRLKp4YvGtf8V27xnPzNY="], keyPrefix: "ACME", trialDays: 14
     )
-    let license = Keylight.manager(configuration)
+    configuration.store = InMemoryStore()
+    let license = LicenseManager(configuration: configuration)
     await license.checkOnLaunch()
     await license.waitUntilIdle()
     let key = try LicenseKey.generate(prefix: "ACME")
