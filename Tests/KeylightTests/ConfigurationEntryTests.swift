@@ -48,6 +48,7 @@ import Testing
         let shared = try Configuration(infoDictionary: Self.plist(["KeylightAppGroup": "group.com.acme.shared"]))
         #expect(shared.appGroup == "group.com.acme.shared")
         #expect(shared.storage == .encryptedFile())
+        // platform: every one (an app group always uses the file store, Keychain or not).
         #expect(shared.store is EncryptedFileStore)
         let plain = try Configuration(infoDictionary: Self.plist())
         #expect(plain.appGroup == nil && plain.storage == Configuration.Defaults.storage)
