@@ -17,6 +17,10 @@ let package = Package(
         .library(name: "KeylightSDK", targets: ["KeylightSDK"]),
         // The QR encoder, shared by device trust and the server's dashboard.
         .library(name: "KeylightQR", targets: ["KeylightQR"]),
+        // The license window: activation, seats, offline, lost key, purchase, summary, trial
+        // banner. Models in plain Swift (tested on Linux), thin SwiftUI and AppKit views over
+        // them. Apart from the SDK: an app that draws its own screens does not link it.
+        .library(name: "KeylightUI", targets: ["KeylightUI"]),
         // Signing: leases, configs, response and webhook signatures, signing-key files. The
         // server's (a product only so the server package can use it); apps verify, never sign,
         // and never import it.
@@ -58,6 +62,12 @@ let package = Package(
             resources: [.copy("PrivacyInfo.xcprivacy"), .process("Resources")]
         ),
         .target(
+            // The SDK's own products alone (the QR code of an offline request): nothing new to resolve.
+            name: "KeylightUI",
+            dependencies: ["Keylight", "KeylightCore", "KeylightQR"],
+            resources: [.process("Resources")]
+        ),
+        .target(
             // `import KeylightSDK`: re-exports the SDK and adds the hosted SDK's names.
             name: "KeylightSDK",
             dependencies: ["Keylight", "KeylightCore", .product(name: "Crypto", package: "swift-crypto")]
@@ -95,7 +105,7 @@ let package = Package(
         ),
         .testTarget(
             name: "KeylightTests",
-            dependencies: ["Keylight", "KeylightCore", "KeylightSigning", .product(name: "Crypto", package: "swift-crypto")]
+            dependencies: ["Keylight", "KeylightCore", "KeylightSigning", "KeylightUI", .product(name: "Crypto", package: "swift-crypto")]
         ),
         .testTarget(
             // The hosted SDK's documented examples, compiled as written against `import KeylightSDK`.

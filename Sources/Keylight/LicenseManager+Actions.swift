@@ -24,6 +24,7 @@ extension LicenseManager {
                 lastError = .untrustedLease
                 throw KeylightError.untrustedLease
             }
+            keepDetails(body)
             adopt(body.lease, instanceId: body.instance_id, key: key, verification: exchange.verification.storedName,
                   heartbeat: body.heartbeat_seconds, overLimit: body.over_limit, licenseExpiresAt: body.license_expires_at, now: now)
             await flushWrites()

@@ -58,6 +58,7 @@ extension LicenseManager {
         switch exchange.reply {
         case .success(let body):
             guard isAcceptable(body.lease, instanceId: body.instance_id, key: key, now: now) else { return (.untrustedLease, nil) }
+            keepDetails(body)
             adopt(body.lease, instanceId: body.instance_id, key: key, verification: exchange.verification.storedName,
                   heartbeat: body.heartbeat_seconds, overLimit: body.over_limit, licenseExpiresAt: body.license_expires_at, now: now)
             return nil

@@ -98,6 +98,7 @@ extension LicenseManager {
             stored.floatingHeartbeat = body.heartbeat_seconds.map(Self.clampedHeartbeat)
             stored.leaseReceivedAt = now
             stored.licenseExpiresAt = body.license_expires_at
+            keepDetails(body)
             isOverLimit = body.over_limit ?? false
             sawServer(serverTime: body.lease.issuedAt)
             lastError = nil

@@ -39,6 +39,19 @@ final class FakeServer: Transport, @unchecked Sendable {
     var signWith: SigningKey?
     /// Seats float with this heartbeat (seconds), as a floating license's answers say.
     var heartbeat: Int?
+    /// Other devices holding the license's seats; with as many as `seatLimit`, activate is a 409
+    /// listing them until one is freed (deactivate with its id).
+    private var _otherDevices: [(id: String, name: String)] = []
+    var seatLimit = 3
+    /// What the server says beside the lease.
+    var customerEmail: String? = "buyer@example.com"
+    var keyTypeName: String? = "Pro"
+    /// Addresses "lost key" was asked for.
+    private var _lostKeyEmails: [String] = []
+
+    var otherDevices: [(id: String, name: String)] { get { lock.withLock { _otherDevices } } set { lock.withLock { _otherDevices = newValue } } }
+    var lostKeyEmails: [String] { lock.withLock { _lostKeyEmails } }
+    var entitlements: [String] { get { lock.withLock { _entitlements } } set { lock.withLock { _entitlements = newValue } } }
     /// Answer requests that carry a nonce with signed responses (protocol section 3).
     var signsResponses = false
 
@@ -131,13 +144,33 @@ final class FakeServer: Transport, @unchecked Sendable {
             }
             body = ["activated": true, "instance_id": "instance-1", "license_expires_at": NSNull(), "license_key": Fixture.key,
                     "lease": try lease(key: Fixture.key, instance: "instance-1")]
+        case "activate" where otherDevices.count >= seatLimit:
+            let instances: [[String: Any]] = otherDevices.map {
+                ["instance_id": $0.id, "instance_name": $0.name, "activated_at": now - 86_400, "last_seen_at": now - 3_600, "offline": false]
+            }
+            let full: [String: Any] = ["activated": false, "error": "All seats are in use.", "code": "ACTIVATION_LIMIT_REACHED",
+                                       "activation_limit": seatLimit, "instances": instances]
+            return TransportResponse(status: 409, body: try JSONSerialization.data(withJSONObject: full))
         case "activate":
             body = ["activated": true, "instance_id": "instance-1", "license_expires_at": licenseExpiresAt ?? NSNull(), "lease": try lease(key: fields["license_key"] ?? "", instance: "instance-1")]
+            body["customer_email"] = customerEmail ?? NSNull()
+            body["key_type_name"] = keyTypeName ?? NSNull()
             if let heartbeat { body["heartbeat_seconds"] = heartbeat }
         case "validate":
             body = ["valid": leaseStatus != .expired, "license_expires_at": licenseExpiresAt ?? NSNull(), "lease": try lease(key: fields["license_key"] ?? "", instance: fields["instance_id"] ?? ""), "config": configObject]
+            body["customer_email"] = customerEmail ?? NSNull()
+            body["key_type_name"] = keyTypeName ?? NSNull()
         case "deactivate":
+            let freed = fields["instance_id"]
+            lock.withLock { _otherDevices.removeAll { $0.id == freed } }
             body = ["deactivated": true]
+        case "lost-key":
+            lock.withLock { _lostKeyEmails.append(fields["email"] ?? "") }
+            return TransportResponse(status: 202, body: Data(#"{"received":true}"#.utf8))
+        case "instances":
+            let instances: [[String: Any]] = [["instance_id": "instance-1", "instance_name": "Test Mac", "activated_at": now - 60, "last_seen_at": now]]
+                + otherDevices.map { ["instance_id": $0.id, "instance_name": $0.name, "activated_at": now - 86_400, "last_seen_at": now - 3_600] }
+            body = ["activation_limit": seatLimit, "instances": instances]
         case "keyless":
             body = ["ok": true, "config": configObject]
         case "config":

@@ -32,6 +32,9 @@ import Testing
         state.floatingHeartbeat = 90
         state.leaseReceivedAt = 4
         state.licenseExpiresAt = 5
+        state.customerEmail = "buyer@example.com"
+        state.keyTypeName = "Prö"
+        state.upgradeURL = "https://acme.example/upgrade?l=1"
         return state
     }
 

@@ -18,7 +18,7 @@ extension PersistedState {
         case licenseKey = 1, instanceId, lease, config, trialStartedAt, lastSeen, serverSeen, lastRefresh, lastAttempt,
              lastBeacon, keylessInstanceId, rejection, leaseVerification, configVerification, awaitingVerifiedLease,
              offlineActivation, pendingDeactivationProof, surrenderedInstances, floatingHeartbeat, leaseReceivedAt,
-             licenseExpiresAt
+             licenseExpiresAt, customerEmail, keyTypeName, upgradeURL
     }
 
     private enum LeaseTag: UInt8 {
@@ -53,6 +53,9 @@ extension PersistedState {
         writer.integer(Tag.floatingHeartbeat.rawValue, floatingHeartbeat.map(Int64.init))
         writer.integer(Tag.leaseReceivedAt.rawValue, leaseReceivedAt)
         writer.integer(Tag.licenseExpiresAt.rawValue, licenseExpiresAt)
+        writer.string(Tag.customerEmail.rawValue, customerEmail)
+        writer.string(Tag.keyTypeName.rawValue, keyTypeName)
+        writer.string(Tag.upgradeURL.rawValue, upgradeURL)
         return Data(writer.bytes)
     }
 
@@ -93,6 +96,9 @@ extension PersistedState {
                 state.floatingHeartbeat = heartbeat
             case .leaseReceivedAt: state.leaseReceivedAt = try field.integer()
             case .licenseExpiresAt: state.licenseExpiresAt = try field.integer()
+            case .customerEmail: state.customerEmail = try field.string()
+            case .keyTypeName: state.keyTypeName = try field.string()
+            case .upgradeURL: state.upgradeURL = try field.string()
             case nil: break
             }
         }

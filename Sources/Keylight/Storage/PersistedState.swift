@@ -51,6 +51,12 @@ struct PersistedState: Codable, Equatable, Sendable {
     /// When the license itself ends (the server's `license_expires_at`; nil: never, or unknown).
     /// Not signed, so it grants nothing: it only says when a renewal moved the end (lifecycle events).
     var licenseExpiresAt: Int64?
+    /// Who bought the license, and what the key type is called, as the server last said (unsigned:
+    /// for the license summary, never for access).
+    var customerEmail: String?
+    var keyTypeName: String?
+    /// Where the server offers this license an upgrade or a renewal, as it last said.
+    var upgradeURL: String?
 
     static let surrenderLimit = 32
 
@@ -91,6 +97,9 @@ struct PersistedState: Codable, Equatable, Sendable {
         floatingHeartbeat = nil
         leaseReceivedAt = nil
         licenseExpiresAt = nil
+        customerEmail = nil
+        keyTypeName = nil
+        upgradeURL = nil
     }
 
     /// A seat and its lease are kept (a floating license without both holds no seat).

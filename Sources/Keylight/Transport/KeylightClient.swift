@@ -33,20 +33,33 @@ struct KeylightClient: Sendable {
         var verification: SignatureCheck
     }
 
-    struct ActivateBody: Decodable, Sendable {
+    /// What the server says about the license beside the lease (unsigned; for display).
+    protocol LicenseDetails {
+        var customer_email: String? { get }
+        var key_type_name: String? { get }
+        var upgrade_url: String? { get }
+    }
+
+    struct ActivateBody: Decodable, Sendable, LicenseDetails {
         var instance_id: String
         var license_expires_at: Int64?
         var lease: Lease
+        var customer_email: String?
+        var key_type_name: String?
+        var upgrade_url: String?
         /// Floating seats only: validate again within this many seconds or lose the seat.
         var heartbeat_seconds: Int?
         /// More seats are in use than the license's limit (its overage allows it).
         var over_limit: Bool?
     }
 
-    struct ValidateBody: Decodable, Sendable {
+    struct ValidateBody: Decodable, Sendable, LicenseDetails {
         var valid: Bool
         var license_expires_at: Int64?
         var lease: Lease
+        var customer_email: String?
+        var key_type_name: String?
+        var upgrade_url: String?
         var config: SignedProductConfig?
         var heartbeat_seconds: Int?
         var over_limit: Bool?
@@ -63,10 +76,13 @@ struct KeylightClient: Sendable {
     }
 
     /// An App Store exchange's answer: an activation, plus the license's key.
-    struct AppStoreActivateBody: Decodable, Sendable {
+    struct AppStoreActivateBody: Decodable, Sendable, LicenseDetails {
         var instance_id: String
         var license_expires_at: Int64?
         var lease: Lease
+        var customer_email: String?
+        var key_type_name: String?
+        var upgrade_url: String?
         var heartbeat_seconds: Int?
         var over_limit: Bool?
         var license_key: String
@@ -93,6 +109,15 @@ struct KeylightClient: Sendable {
     }
 
     struct EmptyBody: Decodable, Sendable {}
+
+    struct ReceivedBody: Decodable, Sendable {
+        var received: Bool
+    }
+
+    /// Asks the server to mail the keys bought with `email` (answered alike whether or not any were).
+    func lostKey(email: String) async -> Exchange<ReceivedBody> {
+        await post("lost-key", ["email": email])
+    }
 
     func instances(key: String) async -> Exchange<SeatsBody> {
         await post("instances", ["license_key": key])
