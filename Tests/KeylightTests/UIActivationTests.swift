@@ -19,7 +19,7 @@ import Testing
     }
 
     /// Activates the fixture's key while the server answers in `mode`; the model and its failure.
-    func failing(_ mode: FakeServer.Mode) async throws -> (FakeServer, ActivationModel, Failure) {
+    func failing(_ mode: FakeServer.Mode) async throws -> (FakeServer, ActivationModel, LicenseFailure) {
         let server = FakeServer(clock: TestClock())
         let model = ActivationModel(manager: await launched(server), strings: Self.english)
         server.mode = mode
@@ -101,7 +101,7 @@ import Testing
         let (_, _, failure) = try await failing(.status(422, code: "LICENSE_EXPIRED", retryAfter: nil))
         #expect(failure.kind == .expired)
         #expect(failure.actions == [.renew(URL(string: "https://acme.example/buy")!), .editKey])
-        #expect(Failure.title(of: failure.actions[0], Self.english) == "Renew")
+        #expect(LicenseFailure.title(of: failure.actions[0], Self.english) == "Renew")
     }
 
     @Test func aNetworkLossOffersRetryAndTheOfflinePath() async throws {

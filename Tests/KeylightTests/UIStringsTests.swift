@@ -61,8 +61,8 @@ import Testing
         let summary = LicenseSummaryModel(manager: LicenseManager.preview(state: .licensed), strings: strings)
         #expect(summary.stateName == table["stateLicensed"])
         #expect(LicenseSummaryModel(manager: LicenseManager.preview(state: .expired), strings: strings).stateName == table["stateExpired"])
-        let failure = Failure(.transient("offline"), strings: strings, renewURL: nil, supportEmail: nil)
-        #expect(failure.title == table["offlineTitle"] && Failure.title(of: .retry, strings) == table["retryButton"])
+        let failure = LicenseFailure(.transient("offline"), strings: strings, renewURL: nil, supportEmail: nil)
+        #expect(failure.title == table["offlineTitle"] && LicenseFailure.title(of: .retry, strings) == table["retryButton"])
     }
 
     @Test func theTrialBannerShowsOnlyWithoutALicense() {

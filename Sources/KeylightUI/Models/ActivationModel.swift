@@ -14,7 +14,7 @@ public final class ActivationModel: KeylightUIModel {
         case seatsFull(Seats)
         /// Freeing `device`, then activating again.
         case freeing(Device)
-        case failed(Failure)
+        case failed(LicenseFailure)
     }
 
     public let manager: LicenseManager
@@ -117,9 +117,9 @@ public final class ActivationModel: KeylightUIModel {
         }
     }
 
-    /// The action of a failure's button (``Failure/Action``), where the model can take it; opening
+    /// The action of a failure's button (``LicenseFailure/Action``), where the model can take it; opening
     /// a page or the offline window is the view's (it owns the window).
-    public func perform(_ action: Failure.Action) {
+    public func perform(_ action: LicenseFailure.Action) {
         switch action {
         case .retry: phase = .entering; activate()
         case .editKey: phase = .entering
@@ -151,7 +151,7 @@ public final class ActivationModel: KeylightUIModel {
         } else if keylight.kind == .activationLimitReached, let seats = keylight.seats, !seats.devices.isEmpty {
             phase = .seatsFull(seats)
         } else {
-            phase = .failed(Failure(keylight, strings: strings, renewURL: manager.upgradeURL, supportEmail: manager.configuration.branding?.supportEmail))
+            phase = .failed(LicenseFailure(keylight, strings: strings, renewURL: manager.upgradeURL, supportEmail: manager.configuration.branding?.supportEmail))
         }
     }
 

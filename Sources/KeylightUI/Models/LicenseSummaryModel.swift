@@ -8,7 +8,7 @@ public final class LicenseSummaryModel: KeylightUIModel {
     public let manager: LicenseManager
     /// The seats, once ``loadDevices()`` has asked the server.
     public private(set) var seats: Seats? { willSet { changing() } }
-    public private(set) var failure: Failure? { willSet { changing() } }
+    public private(set) var failure: LicenseFailure? { willSet { changing() } }
     public private(set) var isWorking = false { willSet { changing() } }
 
     public init(manager: LicenseManager, strings: UIStrings = UIStrings()) {
@@ -86,8 +86,8 @@ public final class LicenseSummaryModel: KeylightUIModel {
         }
     }
 
-    private func failure(_ error: any Error) -> Failure {
-        Failure((error as? KeylightError) ?? .transient("\(error)"), strings: strings, renewURL: manager.upgradeURL,
+    private func failure(_ error: any Error) -> LicenseFailure {
+        LicenseFailure((error as? KeylightError) ?? .transient("\(error)"), strings: strings, renewURL: manager.upgradeURL,
                 supportEmail: manager.configuration.branding?.supportEmail)
     }
 }

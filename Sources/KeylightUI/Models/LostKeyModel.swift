@@ -10,7 +10,7 @@ public final class LostKeyModel: KeylightUIModel {
         case sending
         /// The notice to show (the same for every address).
         case sent(String)
-        case failed(Failure)
+        case failed(LicenseFailure)
     }
 
     public let manager: LicenseManager
@@ -50,7 +50,7 @@ public final class LostKeyModel: KeylightUIModel {
             try await manager.requestLostKey(email: address)
             phase = .sent(strings.format(.lostKeySent, address))
         } catch {
-            phase = .failed(Failure((error as? KeylightError) ?? .transient("\(error)"), strings: strings, renewURL: nil,
+            phase = .failed(LicenseFailure((error as? KeylightError) ?? .transient("\(error)"), strings: strings, renewURL: nil,
                                     supportEmail: manager.configuration.branding?.supportEmail))
         }
     }

@@ -9,7 +9,7 @@ public final class OfflineActivationModel: KeylightUIModel {
     public enum Phase: Hashable, Sendable {
         case ready
         case imported
-        case failed(Failure)
+        case failed(LicenseFailure)
     }
 
     public let manager: LicenseManager
@@ -17,7 +17,7 @@ public final class OfflineActivationModel: KeylightUIModel {
     /// The request (armored text), made once per window.
     public private(set) var requestText: String? { willSet { changing() } }
     /// Why no request could be made (the store could not be read).
-    public private(set) var requestError: Failure? { willSet { changing() } }
+    public private(set) var requestError: LicenseFailure? { willSet { changing() } }
     /// The key the response is for (the same field as the online activation).
     public var keyText = "" { willSet { changing() } }
 
@@ -62,8 +62,8 @@ public final class OfflineActivationModel: KeylightUIModel {
         }
     }
 
-    private func failure(_ error: any Error) -> Failure {
-        Failure((error as? KeylightError) ?? .storage("\(error)"), strings: strings, renewURL: manager.upgradeURL,
+    private func failure(_ error: any Error) -> LicenseFailure {
+        LicenseFailure((error as? KeylightError) ?? .storage("\(error)"), strings: strings, renewURL: manager.upgradeURL,
                 supportEmail: manager.configuration.branding?.supportEmail)
     }
 }

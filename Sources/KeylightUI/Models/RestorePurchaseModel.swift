@@ -7,7 +7,7 @@ import Keylight
 public final class RestorePurchaseModel: KeylightUIModel {
     public enum Phase: Hashable, Sendable {
         case idle, restoring, restored
-        case failed(Failure)
+        case failed(LicenseFailure)
     }
 
     public let manager: LicenseManager
@@ -40,7 +40,7 @@ public final class RestorePurchaseModel: KeylightUIModel {
             phase = .restored
         } catch {
             let keylight = (error as? KeylightError) ?? .transient("\(error)")
-            phase = .failed(Failure(keylight, strings: strings, renewURL: nil, supportEmail: manager.configuration.branding?.supportEmail))
+            phase = .failed(LicenseFailure(keylight, strings: strings, renewURL: nil, supportEmail: manager.configuration.branding?.supportEmail))
         }
     }
 

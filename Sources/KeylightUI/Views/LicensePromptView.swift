@@ -103,14 +103,14 @@ public struct LicensePromptView: View {
                 Text(failure.message).font(.callout).fixedSize(horizontal: false, vertical: true)
                 HStack {
                     ForEach(failure.actions, id: \.self) { action in
-                        Button(Failure.title(of: action, model.strings)) { perform(action) }
+                        Button(LicenseFailure.title(of: action, model.strings)) { perform(action) }
                     }
                 }
             }
         }
     }
 
-    private func perform(_ action: Failure.Action) {
+    private func perform(_ action: LicenseFailure.Action) {
         switch action {
         case .renew(let url): openURL(url)
         case .activateOffline: showingOffline = true

@@ -73,7 +73,7 @@ struct OfflineActivationView: View {
 
 extension OfflineActivationModel {
     /// The import's failure, for the view.
-    var failure: Failure? {
+    var failure: LicenseFailure? {
         if case .failed(let failure) = phase { return failure }
         return nil
     }

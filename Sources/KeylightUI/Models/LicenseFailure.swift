@@ -3,7 +3,7 @@ import Keylight
 
 /// A failure as the license window shows it: what happened, what it means, and the buttons that
 /// help. Built from the SDK's error by kind, so each case has its own way out.
-public struct Failure: Hashable, Sendable {
+public struct LicenseFailure: Hashable, Sendable {
     public enum Kind: Hashable, Sendable {
         case wrongKey, revoked, expired, offline, configuration, untrusted, other
     }
