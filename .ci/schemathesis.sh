@@ -287,6 +287,13 @@ include-operation-id = "appStoreNotifications"
 parameters = {{ "path.tenantId" = "acme" }}
 checks.positive_data_acceptance.expected-statuses = ["2xx", 401, 403, 404, 409, 422, 429, "5xx"]
 
+# Lost key (protocol 6.9) is there whenever the server sends mail; this one runs without --smtp-url, so a valid
+# request is 422 MAIL_NOT_CONFIGURED (checked before the body, so any body gets it), and nothing is queued.
+[[operations]]
+include-operation-id = "sdkLostKey"
+parameters = {{ "path.tenantId" = "acme", "path.productId" = "app" }}
+checks.positive_data_acceptance.expected-statuses = ["2xx", 401, 403, 404, 422, 429, "5xx"]
+
 [[operations]]
 include-operation-id = ["sdkKeyless", "sdkConfig", "tenantKeyset"]
 parameters = {{ "path.tenantId" = "acme", "path.productId" = "app" }}

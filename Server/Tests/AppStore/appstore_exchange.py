@@ -116,13 +116,16 @@ status, answer = exchange(valid["jws"])
 key = answer["license_key"]
 if answer.get("appstore", {}).get("original_transaction_id") != valid["original_transaction_id"]:
     fail(f"appstore origin missing: {answer}")
+# Protocol 6.9: the license pane's two, as activate answers them (the App Store gives no address: null).
+if answer.get("key_type_name") != "Pro" or "customer_email" not in answer or answer["customer_email"] is not None:
+    fail(f"the exchange's answer lacks key_type_name or customer_email: {answer}")
 status, direct = call("POST", "/store/app/activate", {"license_key": key, "instance_name": "PC", "machine_hash": "pc-1"}, SDK)
 if status != 200:
     fail(f"the exchanged license_key does not activate directly: {status} {direct}")
 found = [l for l in admin("GET", "/tenants/store/products/app/licenses?limit=500")["licenses"] if l["payment_order_id"] == valid["original_transaction_id"]]
 if len(found) != 1 or found[0]["payment_source"] != "appstore":
     fail(f"the purchase's license: {found}")
-ok("the answer's license_key activates in a direct build; the license names appstore and the original transaction")
+ok("the answer's license_key activates in a direct build; the license names appstore and the original transaction; the answer names the key type")
 
 # The exchange activates as activate does: the key type's cap (3 devices: mac-1, pc-1, mac-3), and a signed
 # answer when the app asks for one.

@@ -41,7 +41,7 @@ import Testing
         }
         _ = await server.terminate()
         #expect(run.status == 0, "\(run.output)")
-        for check in ["agree on all 9 signed transactions", "50 concurrent exchanges of one purchase mint one license", "REFUND revokes", "refuse the same ones", "REVOKE revokes its purchase's license", "keeps the key type's cap",
+        for check in ["agree on all 9 signed transactions", "50 concurrent exchanges of one purchase mint one license", "REFUND revokes", "refuse the same ones", "REVOKE revokes its purchase's license", "keeps the key type's cap", "the answer names the key type",
                       "every App Store exchange and notification path holds"] {
             #expect(run.output.contains(check), "missing check \(check): \(run.output)")
         }

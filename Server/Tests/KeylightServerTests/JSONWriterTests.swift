@@ -32,10 +32,16 @@ import Testing
         let lease = try Lease.sign(licenseKeyHash: String(repeating: "a", count: 64), instanceId: "i-1", issuedAt: 1, expiresAt: 2,
                                    status: .active, entitlements: ["pro", "beta"], with: key)
         let config = ProductConfig(tenantId: "t", productId: "p", trialDurationDays: 14, freeTierEnabled: true, issuedAt: 1, expiresAt: 9).signed(with: key)
-        let body = ValidateResponse(valid: true, licenseExpiresAt: nil, lease: lease, config: config).jsonBytes
+        let body = ValidateResponse(
+            valid: true, licenseExpiresAt: nil, lease: lease, config: config, summary: LicenseSummary(customerEmail: nil, keyTypeName: "Pro \"Team\"")
+        ).jsonBytes
         let object = try #require(try JSONSerialization.jsonObject(with: Data(body)) as? [String: Any])
-        // The six cfg1 fields also at the top level (protocol 6.7).
-        #expect(object.keys.sorted() == ["config", "expires_at", "free_tier_enabled", "issued_at", "kid", "lease", "license_expires_at", "signature", "trial_duration_days", "valid"])
+        // The six cfg1 fields also at the top level (protocol 6.7), and the license pane's two (6.9).
+        #expect(object.keys.sorted() == [
+            "config", "customer_email", "expires_at", "free_tier_enabled", "issued_at", "key_type_name", "kid", "lease", "license_expires_at", "signature",
+            "trial_duration_days", "valid",
+        ])
+        #expect(object["customer_email"] is NSNull && object["key_type_name"] as? String == "Pro \"Team\"")
         #expect(object["signature"] as? String == config.signature && object["kid"] as? String == "k1" && object["trial_duration_days"] as? Int == 14)
         #expect(object["license_expires_at"] is NSNull)
         let leaseData = try JSONSerialization.data(withJSONObject: try #require(object["lease"]))

@@ -20,7 +20,8 @@ import Testing
             try await Conformance.catalog(database)
             var keys: [LicenseKey] = []
             for index in 0..<count {
-                let (_, key) = try await Conformance.license(database)
+                // Every other license with an address: the grant carries it, or null (protocol 6.9).
+                let (_, key) = try await Conformance.license(database, email: index.isMultiple(of: 2) ? "buyer\(index)@example.com" : nil)
                 _ = try await Conformance.activate(database, key, machine: "machine-\(index)")
                 keys.append(key)
             }
@@ -61,7 +62,7 @@ import Testing
     @Test func pointReadsAnswerWhatThePoolAnswers() async throws {
         try await seeded(8) { database, _, keys in
             #expect(database.pointReads is SQLitePointReadDatabase)
-            for key in keys {
+            for (index, key) in keys.enumerated() {
                 let instance = try await instanceId(database, key)
                 for instanceId in [instance, "no-such-instance", nil] {
                     let fast = try await database.grant(keyHash: key.keyHash, tenantId: "acme", productId: "app", instanceId: instanceId)
@@ -73,6 +74,8 @@ import Testing
                     let direct = try #require(database.pointReads as? SQLitePointReadDatabase)
                         .grant(keyHash: key.keyHash, tenantId: "acme", productId: "app", instanceId: instanceId)
                     #expect(direct == .some(pooled))
+                    // The license pane's two, read by the kept statement too.
+                    #expect(fast?.customerEmail == (index.isMultiple(of: 2) ? "buyer\(index)@example.com" : nil) && fast?.keyTypeName == "Pro")
                 }
             }
             #expect(try await database.grant(keyHash: String(repeating: "f", count: 64), tenantId: "acme", productId: "app", instanceId: nil) == nil)

@@ -146,14 +146,14 @@ extension Field {
         return text
     }
 
-    static func email(_ value: String?) throws(APIError) -> String? {
-        guard let text = try optional(value, "customer_email", max: 254) else { return nil }
+    static func email(_ value: String?, _ name: String = "customer_email") throws(APIError) -> String? {
+        guard let text = try optional(value, name, max: 254) else { return nil }
         // Unicode scalars, not Characters: an `@` followed by a combining mark or an emoji modifier is
         // one Character, and would hide the `@` from a Character split (openapi.yaml's pattern, which
         // clients check against, reads code points).
         let parts = text.unicodeScalars.split(separator: "@", omittingEmptySubsequences: false)
         guard parts.count == 2, !parts[0].isEmpty, parts[1].contains("."), !text.unicodeScalars.contains(where: \.properties.isWhitespace) else {
-            throw .invalidRequest("Field customer_email is not an email address.")
+            throw .invalidRequest("Field \(name) is not an email address.")
         }
         return text.lowercased()
     }

@@ -224,7 +224,11 @@ func buildRouter(
     // One limiter for every API a client address reaches; the SDK routes apply it inside their
     // own middleware, so their 429s are signed like any other answer.
     let addressLimit = AddressRateLimitMiddleware(limiter: RateLimiter(limit: limits.perAddress, clock: licensing.clock))
-    SDKRoutes(service: licensing, limits: limits, signer: signer, addressLimit: addressLimit, appStore: appStore).register(on: router)
+    // "Lost your key?" has one budget per client and per recipient, through the portal or the SDK.
+    let lostKeyLimits = LostKeyLimits(limits: limits, clock: admin.clock)
+    SDKRoutes(
+        service: licensing, limits: limits, signer: signer, addressLimit: addressLimit, admin: admin, lostKeyLimits: lostKeyLimits, appStore: appStore
+    ).register(on: router)
     router.add(middleware: addressLimit)
     ops.registerTenantKeysets(on: router)
     AdminRoutes(service: admin, limits: limits, table: adminRoutes).register(on: router, tokenHash: adminTokenHash)
@@ -235,7 +239,8 @@ func buildRouter(
     dashboard.register(on: router)
     // The customer portal: the dashboard's template engine and stylesheet, the SDK API's service.
     PortalRoutes(
-        licensing: licensing, admin: admin, renderer: dashboard.pages.renderer, secureCookies: dashboard.secureCookies, limits: limits, logger: dashboard.logger
+        licensing: licensing, admin: admin, renderer: dashboard.pages.renderer, secureCookies: dashboard.secureCookies, limits: limits,
+        lostKeyLimits: lostKeyLimits, logger: dashboard.logger
     ).register(on: router)
     router.addMethodNotAllowedAnswers()
     return built

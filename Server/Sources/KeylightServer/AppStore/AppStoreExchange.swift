@@ -49,7 +49,7 @@ struct AppStoreExchange: Sendable {
         )
         return ActivateResponse(
             instanceId: instanceId, licenseExpiresAt: grant.expiresAt,
-            lease: try await licensing.lease(for: grant, tenantId: product.tenantId, instanceId: instanceId, now: now), seat: SeatReport(grant),
+            lease: try await licensing.lease(for: grant, tenantId: product.tenantId, instanceId: instanceId, now: now), seat: SeatReport(grant), summary: LicenseSummary(grant),
             licenseKey: key, appStore: (transaction.originalTransactionId, transaction.environment)
         )
     }

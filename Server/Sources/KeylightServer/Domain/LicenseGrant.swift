@@ -26,6 +26,10 @@ struct LicenseGrant: Decodable, Equatable, Sendable {
     var activeInstances: Int
     /// The newest build release date the purchase covers, signed into active leases.
     var updatesUntil: Int64?
+    /// For an app's license pane (protocol 6.9): the buyer's address (nil when the license has
+    /// none) and the key type's display name. Read with the rest, in the same query.
+    var customerEmail: String?
+    var keyTypeName: String
 
     /// The key type's entitlements, plus the signed updates bound when the license has one.
     var entitlementCodes: [String] {
@@ -50,5 +54,6 @@ struct LicenseGrant: Decodable, Equatable, Sendable {
         case fallbackAccess = "fallback_access", leaseTtlSeconds = "lease_ttl_seconds", entitlements, offlineLeaseDays = "offline_lease_days", instanceId = "instance_id"
         case instanceActive = "instance_active", instanceMachineHash = "instance_machine_hash", instanceDeviceKey = "instance_device_key"
         case floating, heartbeatSeconds = "heartbeat_seconds", overagePercent = "overage_percent", activeInstances = "active_instances", updatesUntil = "updates_until"
+        case customerEmail = "customer_email", keyTypeName = "key_type_name"
     }
 }

@@ -44,6 +44,11 @@ public struct APIError: Error, Sendable, Hashable, CustomStringConvertible {
     )
     /// `send_email` or a resend on a server started without `--smtp-url`.
     public static let mailNotConfigured = Self(status: .unprocessableContent, code: "MAIL_NOT_CONFIGURED", message: "This server sends no mail: start it with --smtp-url and --mail-from.")
+    /// The SDK's `lost-key` on a server started without mail (protocol 6.9: it is there whenever
+    /// mail is configured). The app may show the sentence to its user, so it names no server option.
+    static let lostKeyNeedsMail = Self(
+        status: .unprocessableContent, code: "MAIL_NOT_CONFIGURED", message: "This shop does not send mail from here. Contact the seller for your key."
+    )
     public static let unauthorized = Self(status: .unauthorized, code: "UNAUTHORIZED", message: "Missing or wrong credentials.")
     public static func notFound(_ what: String) -> Self {
         Self(status: .notFound, code: "NOT_FOUND", message: "\(what) not found.")

@@ -19,7 +19,8 @@ import NIOCore
 /// It answers the same whether or not the address is known, and takes the same path either way
 /// (a mail is always queued; one for an address without licenses is dropped when it is due), so
 /// neither the page nor its timing tells a visitor whose address it is. It is limited per
-/// recipient and per client address on top of the portal's per-address limit.
+/// recipient and per client address on top of the portal's per-address limit, with the limiters
+/// the SDK's `lost-key` uses too (``LostKeyLimits``).
 struct PortalRoutes: Sendable {
     /// Seats and offline files: the SDK API's own service.
     let licensing: LicensingService
@@ -29,19 +30,21 @@ struct PortalRoutes: Sendable {
     let secureCookies: Bool
     let addressLimiter: RateLimiter<IPAddress>
     let licenseLimiter: RateLimiter<String>
-    let lostKeyClientLimiter: RateLimiter<IPAddress>
-    let lostKeyRecipientLimiter: RateLimiter<String>
+    /// Shared with the SDK's `lost-key` (one budget per client and per recipient for both).
+    let lostKeyLimits: LostKeyLimits
     let logger: Logger
 
-    init(licensing: LicensingService, admin: AdminService, renderer: DashboardRenderer, secureCookies: Bool, limits: ServerLimits, logger: Logger) {
+    init(
+        licensing: LicensingService, admin: AdminService, renderer: DashboardRenderer, secureCookies: Bool, limits: ServerLimits,
+        lostKeyLimits: LostKeyLimits, logger: Logger
+    ) {
         self.licensing = licensing
         self.admin = admin
         self.renderer = renderer
         self.secureCookies = secureCookies
         addressLimiter = RateLimiter(limit: limits.portalPerAddress, clock: admin.clock)
         licenseLimiter = RateLimiter(limit: limits.portalPerLicense, clock: admin.clock)
-        lostKeyClientLimiter = RateLimiter(limit: limits.lostKeyPerClient, clock: admin.clock)
-        lostKeyRecipientLimiter = RateLimiter(limit: limits.lostKeyPerRecipient, clock: admin.clock)
+        self.lostKeyLimits = lostKeyLimits
         self.logger = logger
     }
 
@@ -210,7 +213,7 @@ struct PortalRoutes: Sendable {
     /// license was bought with it.
     private func lostKey(_ form: PortalForm, _ product: Product, _ session: PortalSession, client: IPAddress) async throws -> (Response, PortalSession) {
         guard admin.mailBuyers else { throw PortalProblem.noMail }
-        if case .limited(let retryAfter) = lostKeyClientLimiter.acquire(client) { throw APIError.rateLimited(retryAfter: retryAfter) }
+        if case .limited(let retryAfter) = lostKeyLimits.perClient.acquire(client) { throw APIError.rateLimited(retryAfter: retryAfter) }
         let email: String
         do {
             guard let parsed = try Field.email(form["email"]?.trimmingCharacters(in: .whitespaces)) else { throw PortalProblem.badEmail }
@@ -219,7 +222,7 @@ struct PortalRoutes: Sendable {
         } catch {
             throw PortalProblem.badEmail
         }
-        if case .limited(let retryAfter) = lostKeyRecipientLimiter.acquire(email) { throw APIError.rateLimited(retryAfter: retryAfter) }
+        if case .limited(let retryAfter) = lostKeyLimits.perRecipient.acquire(email) { throw APIError.rateLimited(retryAfter: retryAfter) }
         try await admin.mailLostKeys(tenantId: product.tenantId, to: email)
         let notice = "If any license was bought with \(email), its key is on its way there now. Check your spam folder too if it has not arrived in a few minutes."
         return (.redirect(to: "/portal/\(product.tenantId)/\(product.id)", type: .normal), session.with(notice: notice))

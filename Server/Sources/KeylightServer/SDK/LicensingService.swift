@@ -88,7 +88,8 @@ final class LicensingService: Sendable {
         )
         return ActivateResponse(
             instanceId: instanceId, licenseExpiresAt: grant.expiresAt,
-            lease: try await lease(for: grant, tenantId: product.tenantId, instanceId: instanceId, now: now), seat: SeatReport(grant)
+            lease: try await lease(for: grant, tenantId: product.tenantId, instanceId: instanceId, now: now), seat: SeatReport(grant),
+            summary: LicenseSummary(grant)
         )
     }
 
@@ -186,7 +187,7 @@ final class LicensingService: Sendable {
         metrics.recordValidation(lease.status == .active ? "valid" : lease.status.rawValue)
         return ValidateResponse(
             valid: lease.status != .expired, licenseExpiresAt: grant.expiresAt, lease: lease,
-            config: try await config(for: product, now: now), seat: SeatReport(grant)
+            config: try await config(for: product, now: now), seat: SeatReport(grant), summary: LicenseSummary(grant)
         )
     }
 

@@ -153,7 +153,22 @@ struct OfflineDeactivateRequest: Decodable {
     var proof: String?
 }
 
+/// `lost-key` (protocol 6.9): the address the buyer paid with.
+struct LostKeyRequest: Decodable {
+    var email: String?
+}
+
 extension Field {
+    /// The address of a lost-key request, read as the portal's form reads it: spaces around it
+    /// trimmed, lower-cased (as licenses store it), and one a mail can be sent to
+    /// (``MailAddress``); otherwise a 400 that names `email`.
+    static func lostKeyEmail(_ value: String?) throws(APIError) -> String {
+        guard let trimmed = value?.trimmingCharacters(in: .whitespaces), !trimmed.isEmpty,
+              let email = try email(trimmed, "email") else { throw .invalidRequest("Missing field email.") }
+        guard (try? MailAddress(email)) != nil else { throw .invalidRequest("Field email is not an email address.") }
+        return email
+    }
+
     /// The text of an offline file: present, and no larger than any such file can be (its own
     /// parser checks the rest, and names what is wrong).
     static func offlineFile(_ value: String?, _ name: String) throws(APIError) -> String {

@@ -70,6 +70,26 @@ struct SeatReport: Sendable {
     }
 }
 
+/// What activate and validate add for an app's license pane (protocol 6.9): `customer_email`
+/// (null when the license has none) and `key_type_name` (the key type's display name). Always
+/// written; clients that do not know them ignore them.
+struct LicenseSummary: Sendable {
+    var customerEmail: String?
+    var keyTypeName: String
+
+    func write(to writer: inout JSONWriter) {
+        writer.key("customer_email")
+        if let customerEmail { writer.string(customerEmail) } else { writer.null() }
+        writer.key("key_type_name"); writer.string(keyTypeName)
+    }
+}
+
+extension LicenseSummary {
+    init(_ grant: LicenseGrant) {
+        self.init(customerEmail: grant.customerEmail, keyTypeName: grant.keyTypeName)
+    }
+}
+
 /// The members a 422 `LICENSE_EXPIRED` from activate adds (protocol 6.7): the signed `expired`
 /// lease for the instance the activation would have used, and the license's end.
 struct ExpiredActivation: SDKResponse {
@@ -84,13 +104,14 @@ struct ExpiredActivation: SDKResponse {
     }
 }
 
-/// `{"activated":true,"instance_id","license_expires_at","lease"}`; `license_expires_at` is
-/// `null` for lifetime licenses, and always written.
+/// `{"activated":true,"instance_id","license_expires_at","lease"}` and the ``LicenseSummary``;
+/// `license_expires_at` is `null` for lifetime licenses, and always written.
 struct ActivateResponse: SDKResponse {
     var instanceId: String
     var licenseExpiresAt: Int64?
     var lease: Lease
     var seat: SeatReport?
+    var summary: LicenseSummary
     /// An App Store exchange also answers the license's key (for the app's other builds) and
     /// where the purchase came from.
     var licenseKey: String? = nil
@@ -103,6 +124,7 @@ struct ActivateResponse: SDKResponse {
         writer.key("license_expires_at"); writer.integer(licenseExpiresAt)
         writer.key("lease"); writer.lease(lease)
         seat?.write(to: &writer)
+        summary.write(to: &writer)
         if let licenseKey { writer.key("license_key"); writer.string(licenseKey) }
         if let appStore {
             writer.key("appstore"); writer.beginObject()
@@ -120,6 +142,7 @@ struct ValidateResponse: SDKResponse {
     var lease: Lease
     var config: SignedProductConfig
     var seat: SeatReport?
+    var summary: LicenseSummary
 
     func write(to writer: inout JSONWriter) {
         writer.beginObject()
@@ -129,6 +152,7 @@ struct ValidateResponse: SDKResponse {
         writer.key("config"); writer.config(config)
         writer.configFields(config)
         seat?.write(to: &writer)
+        summary.write(to: &writer)
         writer.endObject()
     }
 }
@@ -150,6 +174,15 @@ struct KeylessResponse: SDKResponse {
         writer.key("ok"); writer.bool(true)
         writer.key("config"); writer.config(config)
         writer.configFields(config)
+        writer.endObject()
+    }
+}
+
+/// `lost-key`'s answer, the same whether or not the address is known (protocol 6.9).
+struct LostKeyResponse: SDKResponse {
+    func write(to writer: inout JSONWriter) {
+        writer.beginObject()
+        writer.key("received"); writer.bool(true)
         writer.endObject()
     }
 }

@@ -11,6 +11,10 @@ struct SDKRoutes {
     let signer: ResponseSigner?
     /// The per-address limit, inside the signing (a 429 is an SDK answer and is signed too).
     let addressLimit: AddressRateLimitMiddleware
+    /// The lost-key mail, queued as the customer portal queues it (protocol 6.9).
+    let admin: AdminService
+    /// Shared with the portal's "Lost your key?": one budget per client and per recipient for both.
+    let lostKeyLimits: LostKeyLimits
     /// App Store purchases exchanged for licenses.
     var appStore: AppStoreExchange? = nil
 
@@ -66,11 +70,31 @@ struct SDKRoutes {
                 JSONBody.raw(try await service.offlineDeactivate(decodeBody(OfflineDeactivateRequest.self, from: body.readableBytesView), product: product).jsonBytes)
             }
         }
+        // Protocol 6.9: "Lost your key?" from the app, whatever the product's portal setting.
+        others.post("/:tenant/:product/lost-key") { request, context in
+            try await handle(request, context) { product, body in
+                try await lostKey(body, product: product, client: context.rateLimitKey)
+            }
+        }
         others.get("/:tenant/:product/config") { request, context in
             try await handle(request, context, readsBody: false) { product, _ in
                 JSONBody.raw(ConfigResponse(config: try await service.config(for: product, now: service.clock.unixSeconds)).jsonBytes)
             }
         }
+    }
+
+    /// Queues the lost-key mail for the address and answers 202 `{"received":true}` whether or not
+    /// any license was bought with it: both take the same path (a mail is always queued; one for an
+    /// address without licenses is dropped when it is due), so neither the answer nor its timing
+    /// tells. The portal's checks, in its order: mail configured (422 `MAIL_NOT_CONFIGURED`), the
+    /// per-client limit, the address (400), the per-recipient limit (429s with `Retry-After`).
+    private func lostKey(_ body: ByteBuffer, product: Product, client: IPAddress) async throws -> Response {
+        guard admin.mailBuyers else { throw APIError.lostKeyNeedsMail }
+        if case .limited(let retryAfter) = lostKeyLimits.perClient.acquire(client) { throw APIError.rateLimited(retryAfter: retryAfter) }
+        let email = try Field.lostKeyEmail(decodeBody(LostKeyRequest.self, from: body.readableBytesView).email)
+        if case .limited(let retryAfter) = lostKeyLimits.perRecipient.acquire(email) { throw APIError.rateLimited(retryAfter: retryAfter) }
+        try await admin.mailLostKeys(tenantId: product.tenantId, to: email)
+        return JSONBody.raw(LostKeyResponse().jsonBytes, status: .accepted)
     }
 
     /// The steps every SDK action shares, in the order their errors take precedence: body size

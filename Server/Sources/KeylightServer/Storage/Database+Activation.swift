@@ -7,7 +7,7 @@ extension Database {
     ) -> SQLQueryString {
         """
         SELECT l.id AS license_id, l.status, l.expires_at, l.key_hash, k.activation_limit, k.fallback_access, k.lease_ttl_seconds, k.entitlements, k.offline_lease_days,
-               k.floating, k.heartbeat_seconds, k.overage_percent, l.active_instances, l.updates_until,
+               k.floating, k.heartbeat_seconds, k.overage_percent, l.active_instances, l.updates_until, l.customer_email, k.display_name AS key_type_name,
                i.id AS instance_id, i.active AS instance_active, i.machine_hash AS instance_machine_hash,
                i.device_key AS instance_device_key\(extraColumns)
         FROM licenses l

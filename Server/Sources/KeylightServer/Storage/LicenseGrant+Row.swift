@@ -31,6 +31,8 @@ extension LicenseGrant {
         overagePercent = try value(.overagePercent, as: Int.self)
         activeInstances = try value(.activeInstances, as: Int.self)
         updatesUntil = try optional(.updatesUntil, as: Int64.self)
+        customerEmail = try optional(.customerEmail, as: String.self)
+        keyTypeName = try value(.keyTypeName, as: String.self)
     }
 }
 
