@@ -141,6 +141,7 @@ let package = Package(
             dependencies: [
                 "KeylightServer", "KeylightServerTestSupport", "KeylightHTTPTransport",
                 .product(name: "Keylight", package: "Keylight"),
+                .product(name: "KeylightUI", package: "Keylight"),
                 .product(name: "KeylightCore", package: "Keylight"),
                 .product(name: "KeylightSigning", package: "Keylight"),
                 .product(name: "KeylightTestSupport", package: "Keylight"),
