@@ -97,6 +97,14 @@ import Testing
         #expect(model.phase == .entering)
     }
 
+    @Test func aKeyTheServerDoesNotKnowIsAWrongKey() async throws {
+        let (_, model, failure) = try await failing(.status(404, code: "NOT_FOUND", retryAfter: nil))
+        #expect(failure.kind == .wrongKey && failure.actions == [.editKey])
+        #expect(failure.title == "That key was not recognized")
+        model.perform(.editKey)
+        #expect(model.phase == .entering && model.keyText == Fixture.key)
+    }
+
     @Test func anExpiredLicenseOffersRenewal() async throws {
         let (_, _, failure) = try await failing(.status(422, code: "LICENSE_EXPIRED", retryAfter: nil))
         #expect(failure.kind == .expired)
