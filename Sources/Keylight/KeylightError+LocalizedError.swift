@@ -59,8 +59,13 @@ enum SDKStrings {
     static let bundleNames = ["Keylight_Keylight.bundle", "Keylight_Keylight.resources"]
     static let table = "Keylight"
 
-    /// The SDK's resource bundle, if it was installed beside the app or tool.
-    static let bundle: Bundle? = findBundle(in: [Bundle.main.resourceURL, Bundle.main.bundleURL, Bundle.main.executableURL?.deletingLastPathComponent()])
+    /// The SDK's resource bundle, if it was installed beside the app or tool, or beside the bundle
+    /// holding this code (a framework, or a test bundle whose `Bundle.main` is the test runner).
+    static let bundle: Bundle? = {
+        let main = Bundle.main, own = Bundle(for: BundleToken.self)
+        return findBundle(in: [main.resourceURL, main.bundleURL, main.executableURL?.deletingLastPathComponent(),
+                               own.resourceURL, own.bundleURL, own.bundleURL.deletingLastPathComponent()])
+    }()
 
     static func findBundle(in folders: [URL?]) -> Bundle? {
         for folder in folders.compactMap({ $0 }) {
@@ -77,3 +82,6 @@ enum SDKStrings {
         return bundle.localizedString(forKey: key, value: english, table: table)
     }
 }
+
+/// A class of this module, for `Bundle(for:)`.
+private final class BundleToken {}

@@ -36,6 +36,8 @@ enum ExampleEnvironment {
         // container on iOS).
         // platform: Linux keeps them under XDG_DATA_HOME; on Apple systems this changes nothing.
         setenv("XDG_DATA_HOME", folder.path, 1)
+        // Each run starts with nothing kept (on Apple platforms the folder outlives the run).
+        try? FileManager.default.removeItem(at: EncryptedFileStore.defaultDirectory(name: "acme-widget"))
         setenv("KEYLIGHT_SERVER_URL", "http://127.0.0.1:9", 1)
         return true
     }()

@@ -163,6 +163,9 @@ import Testing
         #expect(DeviceName.name(computerName: nil, modelIdentifier: "iPad14,3", hostName: nil) == "iPad (iPad14,3)")
         #expect(DeviceName.name(computerName: nil, modelIdentifier: "RealityDevice14,1", hostName: nil) == "Apple Vision Pro (RealityDevice14,1)")
         #expect(DeviceName.name(computerName: nil, modelIdentifier: "Watch7,1", hostName: nil) == "Apple Watch (Watch7,1)")
+        // Mac Catalyst reads hw.model: the Mac's model, not its CPU.
+        #expect(DeviceName.name(computerName: nil, modelIdentifier: "MacBookPro18,3", hostName: nil) == "Mac (MacBookPro18,3)")
+        #expect(DeviceName.name(computerName: nil, modelIdentifier: "iMac21,1", hostName: nil) == "iMac (iMac21,1)")
         #expect(DeviceName.name(computerName: " \u{7}\n", modelIdentifier: nil, hostName: "build-01") == "build-01")
         #expect(DeviceName.name(computerName: nil, modelIdentifier: nil, hostName: nil) == "This device")
         #expect(DeviceName.name(computerName: String(repeating: "x", count: 300), modelIdentifier: nil, hostName: nil).count == 64)

@@ -26,7 +26,8 @@ public enum DeviceName {
         if let computerName = cleaned(computerName) { return computerName }
         if let identifier = cleaned(modelIdentifier) {
             let families = [("iPhone", "iPhone"), ("iPad", "iPad"), ("iPod", "iPod touch"), ("AppleTV", "Apple TV"),
-                            ("Watch", "Apple Watch"), ("RealityDevice", "Apple Vision Pro")]
+                            ("Watch", "Apple Watch"), ("RealityDevice", "Apple Vision Pro"),
+                            ("iMac", "iMac"), ("Mac", "Mac")]
             if let family = families.first(where: { identifier.hasPrefix($0.0) }) {
                 return "\(family.1) (\(identifier))"
             }
@@ -57,10 +58,16 @@ public enum DeviceName {
     static var modelIdentifier: String? {
         #if os(iOS) || os(tvOS) || os(watchOS) || os(visionOS)
         if let simulated = ProcessInfo.processInfo.environment["SIMULATOR_MODEL_IDENTIFIER"] { return simulated }
+        // On a Mac running an iPad app (Mac Catalyst) hw.machine is the CPU; hw.model is the Mac's.
+        #if targetEnvironment(macCatalyst)
+        let name = "hw.model"
+        #else
+        let name = "hw.machine"
+        #endif
         var size = 0
-        guard sysctlbyname("hw.machine", nil, &size, nil, 0) == 0, size > 1 else { return nil }
+        guard sysctlbyname(name, nil, &size, nil, 0) == 0, size > 1 else { return nil }
         var bytes = [UInt8](repeating: 0, count: size)
-        guard sysctlbyname("hw.machine", &bytes, &size, nil, 0) == 0 else { return nil }
+        guard sysctlbyname(name, &bytes, &size, nil, 0) == 0 else { return nil }
         return String(decoding: bytes.prefix { $0 != 0 }, as: UTF8.self)
         #else
         nil

@@ -34,11 +34,13 @@ public struct UIStrings: Sendable {
 
     static let bundleNames = ["Keylight_KeylightUI.bundle", "Keylight_KeylightUI.resources"]
 
-    /// KeylightUI's resource bundle beside the app or tool, found without `Bundle.module` (whose
-    /// accessor stops a process that lacks it).
+    /// KeylightUI's resource bundle beside the app or tool, or beside the bundle holding this code
+    /// (a framework, or a test bundle whose `Bundle.main` is the test runner), found without
+    /// `Bundle.module` (whose accessor stops a process that lacks it).
     static let resourceBundle: Bundle? = {
-        let main = Bundle.main
-        let folders = [main.resourceURL, main.bundleURL, main.executableURL?.deletingLastPathComponent()].compactMap { $0 }
+        let main = Bundle.main, own = Bundle(for: BundleToken.self)
+        let folders = [main.resourceURL, main.bundleURL, main.executableURL?.deletingLastPathComponent(),
+                       own.resourceURL, own.bundleURL, own.bundleURL.deletingLastPathComponent()].compactMap { $0 }
         for folder in folders {
             for name in bundleNames {
                 let url = folder.appendingPathComponent(name, isDirectory: true)
@@ -48,3 +50,6 @@ public struct UIStrings: Sendable {
         return nil
     }()
 }
+
+/// A class of this module, for `Bundle(for:)`.
+private final class BundleToken {}

@@ -16,10 +16,13 @@ public struct LicensePromptView: View {
     @State private var showingOffline = false
     @State private var showingLostKey = false
     private let branding: BrandingConfig?
+    /// What Close does where the view is not a presentation (an AppKit window); else `dismiss`.
+    private let onClose: (() -> Void)?
 
-    public init(license: LicenseManager, strings: UIStrings = UIStrings()) {
+    public init(license: LicenseManager, strings: UIStrings = UIStrings(), onClose: (() -> Void)? = nil) {
         _model = StateObject(wrappedValue: ActivationModel(manager: license, strings: strings))
         branding = license.configuration.branding
+        self.onClose = onClose
     }
 
     public var body: some View {
@@ -34,7 +37,7 @@ public struct LicensePromptView: View {
                     .buttonStyle(.borderless)
                 Spacer()
                 Button(model.strings[model.isBusy ? .cancelButton : .closeButton], role: .cancel) {
-                    if model.isBusy { model.cancel() } else { dismiss() }
+                    if model.isBusy { model.cancel() } else { close() }
                 }
                 .cancelShortcut()
                 Button(model.strings[.activateButton]) { model.activate() }
@@ -110,6 +113,10 @@ public struct LicensePromptView: View {
         }
     }
 
+    private func close() {
+        if let onClose { onClose() } else { dismiss() }
+    }
+
     private func perform(_ action: LicenseFailure.Action) {
         switch action {
         case .renew(let url): openURL(url)
@@ -142,7 +149,13 @@ extension View {
     }
 }
 
-#Preview("Enter a key") {
-    LicensePromptView(license: .preview(state: .trial(daysLeft: 5)))
+#if DEBUG
+// PreviewProvider rather than #Preview: the macro's implementation ships with Xcode only, and
+// the package also builds with a bare toolchain.
+struct LicensePromptView_Previews: PreviewProvider {
+    static var previews: some View {
+        LicensePromptView(license: .preview(state: .trial(daysLeft: 5)))
+    }
 }
+#endif
 #endif

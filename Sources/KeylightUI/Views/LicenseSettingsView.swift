@@ -14,11 +14,13 @@ public struct LicenseSettingsView: View {
     @StateObject private var summary: LicenseSummaryModel
     @StateObject private var purchase: PurchaseModel
     @State private var showingActivation = false
+    @Environment(\.openURL) private var openURL
 
     public init(license: LicenseManager, strings: UIStrings = UIStrings()) {
         self.license = license
         _summary = StateObject(wrappedValue: LicenseSummaryModel(manager: license, strings: strings))
-        _purchase = StateObject(wrappedValue: PurchaseModel(manager: license, strings: strings, open: LicenseSettingsView.openInBrowser))
+        // The page opens through SwiftUI's openURL (below), which app extensions may use too.
+        _purchase = StateObject(wrappedValue: PurchaseModel(manager: license, strings: strings, open: { _ in }))
     }
 
     public var body: some View {
@@ -36,9 +38,9 @@ public struct LicenseSettingsView: View {
                 Text(status).foregroundStyle(.secondary)
             }
             Section {
-                if purchase.url != nil {
+                if let url = purchase.url {
                     Button(purchase.buttonTitle) {
-                        purchase.buy()
+                        openURL(url)
                         Task { await purchase.awaitPurchase() }
                     }
                 }
@@ -56,17 +58,13 @@ public struct LicenseSettingsView: View {
         .sheet(isPresented: $showingActivation) { LicensePromptView(license: license, strings: summary.strings) }
     }
 
-    /// Opens a page in the default browser.
-    static func openInBrowser(_ url: URL) {
-        #if os(macOS)
-        NSWorkspace.shared.open(url)
-        #else
-        UIApplication.shared.open(url)
-        #endif
-    }
 }
 
-#Preview("Licensed") {
-    LicenseSettingsView(license: .preview(state: .licensed, entitlements: ["pro"]))
+#if DEBUG
+struct LicenseSettingsView_Previews: PreviewProvider {
+    static var previews: some View {
+        LicenseSettingsView(license: .preview(state: .licensed, entitlements: ["pro"]))
+    }
 }
+#endif
 #endif

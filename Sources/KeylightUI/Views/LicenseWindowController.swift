@@ -12,12 +12,14 @@ import SwiftUI
 @MainActor
 public final class LicenseWindowController: NSWindowController {
     public init(license: LicenseManager, strings: UIStrings = UIStrings()) {
-        let hosting = NSHostingController(rootView: LicensePromptView(license: license, strings: strings))
+        // The view's Close closes this window (SwiftUI's dismiss does nothing outside a presentation).
+        let hosting = NSHostingController(rootView: AnyView(EmptyView()))
         let window = NSWindow(contentViewController: hosting)
         window.title = strings.format(.activateTitle, license.configuration.branding?.appName ?? "")
         window.styleMask = [.titled, .closable]
         window.isReleasedWhenClosed = false
         super.init(window: window)
+        hosting.rootView = AnyView(LicensePromptView(license: license, strings: strings, onClose: { [weak self] in self?.close() }))
     }
 
     @available(*, unavailable)
@@ -30,7 +32,11 @@ public final class LicenseWindowController: NSWindowController {
         window?.center()
         showWindow(nil)
         window?.makeKeyAndOrderFront(nil)
-        NSApp.activate(ignoringOtherApps: true)
+        if #available(macOS 14, *) {
+            NSApp.activate()
+        } else {
+            NSApp.activate(ignoringOtherApps: true)
+        }
     }
 }
 #endif

@@ -15,6 +15,8 @@ struct OfflineActivationView: View {
     @Environment(\.dismiss) private var dismiss
     @State private var importing = false
     @State private var requestFile: URL?
+    /// The request's QR code, drawn once.
+    @State private var code: Image?
 
     init(license: LicenseManager, strings: UIStrings) {
         _model = StateObject(wrappedValue: OfflineActivationModel(manager: license, strings: strings))
@@ -24,8 +26,8 @@ struct OfflineActivationView: View {
         VStack(alignment: .leading, spacing: 12) {
             Text(model.strings[.offlineIntro]).font(.headline)
             ForEach(model.steps, id: \.self) { Text($0).fixedSize(horizontal: false, vertical: true) }
-            if let image = model.requestQRCode(scale: 4).flatMap(Image.init(pngData:)) {
-                image.interpolation(.none).resizable().scaledToFit().frame(maxWidth: 220, maxHeight: 220)
+            if let code {
+                code.interpolation(.none).resizable().scaledToFit().frame(maxWidth: 220, maxHeight: 220)
                     .accessibilityHidden(true)
             }
             if let failure = model.requestError ?? model.failure {
@@ -49,9 +51,7 @@ struct OfflineActivationView: View {
         .padding(20)
         .frame(minWidth: 380)
         .onAppear(perform: prepare)
-        .onChange(of: model.phase) { phase in
-            if phase == .imported { dismiss() }
-        }
+        .closing(when: model.phase == .imported) { dismiss() }
         .fileImporter(isPresented: $importing, allowedContentTypes: [.plainText, .text, .data]) { result in
             guard case .success(let url) = result else { return }
             let scoped = url.startAccessingSecurityScopedResource()
@@ -65,6 +65,7 @@ struct OfflineActivationView: View {
     /// The request, and a file of it to share.
     private func prepare() {
         model.prepareRequest()
+        if code == nil { code = model.requestQRCode(scale: 4).flatMap(Image.init(pngData:)) }
         guard let file = model.requestFile else { return }
         let url = FileManager.default.temporaryDirectory.appendingPathComponent(file.name)
         if (try? file.contents.write(to: url, options: .atomic)) != nil { requestFile = url }
@@ -76,6 +77,18 @@ extension OfflineActivationModel {
     var failure: LicenseFailure? {
         if case .failed(let failure) = phase { return failure }
         return nil
+    }
+}
+
+extension View {
+    /// Runs `action` when `condition` becomes true (onChange's one-argument form, deprecated from
+    /// visionOS 1, and its two-argument form, from iOS 17 and macOS 14).
+    @ViewBuilder func closing(when condition: Bool, _ action: @escaping () -> Void) -> some View {
+        #if os(visionOS)
+        onChange(of: condition) { _, now in if now { action() } }
+        #else
+        onChange(of: condition) { now in if now { action() } }
+        #endif
     }
 }
 

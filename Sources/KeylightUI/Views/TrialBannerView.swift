@@ -41,7 +41,11 @@ public struct TrialBannerView: View {
     }
 }
 
-#Preview("Trial") {
-    TrialBannerView(license: .preview(state: .trial(daysLeft: 5))) {}
+#if DEBUG
+struct TrialBannerView_Previews: PreviewProvider {
+    static var previews: some View {
+        TrialBannerView(license: .preview(state: .trial(daysLeft: 5))) {}
+    }
 }
+#endif
 #endif
