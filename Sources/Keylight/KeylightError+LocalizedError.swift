@@ -55,21 +55,26 @@ extension KeylightError: LocalizedError {
 /// Looks up the SDK's translations in its resource bundle when the app ships one, without
 /// `Bundle.module`, whose accessor stops the process when the bundle is missing (the static
 /// `keylight` binary has none). English, compiled in, is the fallback.
-enum SDKStrings {
-    static let bundleNames = ["Keylight_Keylight.bundle", "Keylight_Keylight.resources"]
+package enum SDKStrings {
     static let table = "Keylight"
 
-    /// The SDK's resource bundle, if it was installed beside the app or tool, or beside the bundle
-    /// holding this code (a framework, or a test bundle whose `Bundle.main` is the test runner).
-    static let bundle: Bundle? = {
-        let main = Bundle.main, own = Bundle(for: BundleToken.self)
-        return findBundle(in: [main.resourceURL, main.bundleURL, main.executableURL?.deletingLastPathComponent(),
-                               own.resourceURL, own.bundleURL, own.bundleURL.deletingLastPathComponent()])
-    }()
+    /// The SDK's resource bundle, if it was installed.
+    static let bundle: Bundle? = findBundle(target: "Keylight", beside: BundleToken.self)
 
-    static func findBundle(in folders: [URL?]) -> Bundle? {
+    /// A resource bundle of this package's `target` (SwiftPM names it `Keylight_<target>.bundle`,
+    /// or `.resources` on Linux), beside the app or tool, or beside the bundle holding `anchor`'s
+    /// code (a framework, or a test bundle whose `Bundle.main` is the test runner).
+    package static func findBundle(target: String, beside anchor: AnyClass) -> Bundle? {
+        let main = Bundle.main, own = Bundle(for: anchor)
+        return findBundle(named: ["Keylight_\(target).bundle", "Keylight_\(target).resources"], in: [
+            main.resourceURL, main.bundleURL, main.executableURL?.deletingLastPathComponent(),
+            own.resourceURL, own.bundleURL, own.bundleURL.deletingLastPathComponent(),
+        ])
+    }
+
+    static func findBundle(named names: [String], in folders: [URL?]) -> Bundle? {
         for folder in folders.compactMap({ $0 }) {
-            for name in bundleNames {
+            for name in names {
                 let url = folder.appendingPathComponent(name, isDirectory: true)
                 if FileManager.default.fileExists(atPath: url.path), let bundle = Bundle(url: url) { return bundle }
             }

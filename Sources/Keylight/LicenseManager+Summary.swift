@@ -28,16 +28,9 @@ extension LicenseManager {
 
     /// Keeps what the server says beside the lease, within sane lengths (unsigned: display only).
     func keepDetails(_ body: some KeylightClient.LicenseDetails) {
-        stored.customerEmail = body.customer_email.flatMap { Self.displayText($0, limit: 320) }
-        stored.keyTypeName = body.key_type_name.flatMap { Self.displayText($0, limit: 128) }
-        stored.upgradeURL = body.upgrade_url.flatMap { Self.displayText($0, limit: 2_048) }
-    }
-
-    static func displayText(_ text: String, limit: Int) -> String? {
-        let cleaned = String(text.unicodeScalars.filter { !$0.properties.generalCategory.isControlLike }.map(Character.init))
-            .trimmingCharacters(in: .whitespacesAndNewlines)
-        guard !cleaned.isEmpty else { return nil }
-        return String(cleaned.prefix(limit))
+        stored.customerEmail = body.customer_email?.displayText(limit: 320)
+        stored.keyTypeName = body.key_type_name?.displayText(limit: 128)
+        stored.upgradeURL = body.upgrade_url?.displayText(limit: 2_048)
     }
 
     /// After the user bought an upgrade or a renewal (in the browser): validates until the license
@@ -85,15 +78,6 @@ extension LicenseManager {
         switch exchange.reply {
         case .success: return
         case .rejected(let error), .transient(let error, _): throw error
-        }
-    }
-}
-
-private extension Unicode.GeneralCategory {
-    var isControlLike: Bool {
-        switch self {
-        case .control, .format, .lineSeparator, .paragraphSeparator: true
-        default: false
         }
     }
 }

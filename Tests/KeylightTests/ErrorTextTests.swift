@@ -78,10 +78,10 @@ import Testing
         let table = bundleURL.appendingPathComponent("en.lproj")
         try FileManager.default.createDirectory(at: table, withIntermediateDirectories: true)
         try Data(#""network.description" = "Keine Verbindung zum Lizenzserver.";"#.utf8).write(to: table.appendingPathComponent("Keylight.strings"))
-        let bundle = try #require(SDKStrings.findBundle(in: [nil, folder]))
+        let bundle = try #require(SDKStrings.findBundle(named: ["Keylight_Keylight.resources"], in: [nil, folder]))
         #expect(SDKStrings.localized("network.description", english: "English", bundle: bundle) == "Keine Verbindung zum Lizenzserver.")
         #expect(SDKStrings.localized("missing.key", english: "English", bundle: bundle) == "English")
-        #expect(SDKStrings.findBundle(in: [folder.appendingPathComponent("none")]) == nil)
+        #expect(SDKStrings.findBundle(named: ["Keylight_Keylight.resources"], in: [folder.appendingPathComponent("none")]) == nil)
     }
 }
 

@@ -42,14 +42,17 @@ import Testing
         #expect(try PersistedState.load(from: store).licenseKey == Fixture.key)
     }
 
-    /// The store is read on another executor than the main actor's.
-    @Test func theStoreIsReadOffTheMainActor() async throws {
+    /// The store is read and written on another executor than the main actor's: at launch, and
+    /// for an activation (the device id, then the new license).
+    @Test func theStoreIsReadAndWrittenOffTheMainActor() async throws {
         let store = ThreadRecordingStore()
         let manager = Fixture.manager(server: FakeServer(clock: TestClock()), store: store)
         await manager.checkOnLaunch()
         await manager.waitUntilIdle()
-        #expect(store.reads > 0)
+        try await manager.activate(key: Fixture.key)
+        #expect(store.reads > 0 && store.writes > 0)
         #expect(store.readsOnMainThread == 0)
+        #expect(store.writesOnMainThread == 0)
     }
 
     /// Every published property tells Observation's observers it changed (and, on Apple systems,
@@ -115,9 +118,11 @@ import Testing
 /// A store that counts its reads and how many of them ran on the main thread.
 final class ThreadRecordingStore: SecureStore {
     private let inner = InMemoryStore()
-    private let counts = Locked((reads: 0, onMain: 0))
+    private let counts = Locked((reads: 0, onMain: 0, writes: 0, writesOnMain: 0))
     var reads: Int { counts.withLock { $0.reads } }
     var readsOnMainThread: Int { counts.withLock { $0.onMain } }
+    var writes: Int { counts.withLock { $0.writes } }
+    var writesOnMainThread: Int { counts.withLock { $0.writesOnMain } }
 
     func data(for key: String) throws -> Data? {
         counts.withLock { $0.reads += 1; if Thread.isMainThread { $0.onMain += 1 } }
@@ -125,6 +130,7 @@ final class ThreadRecordingStore: SecureStore {
     }
 
     func set(_ data: Data?, for key: String) throws {
+        counts.withLock { $0.writes += 1; if Thread.isMainThread { $0.writesOnMain += 1 } }
         try inner.set(data, for: key)
     }
 }

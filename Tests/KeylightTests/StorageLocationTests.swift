@@ -89,12 +89,18 @@ import Testing
         #expect(FileManager.default.fileExists(atPath: legacy.appendingPathComponent("store.key").path))
     }
 
-    @Test func nothingToMoveIsNotAnError() throws {
+    @Test func nothingToMoveIsNotAnErrorAndIsLookedForOnce() throws {
         let root = Self.folder()
-        let store = EncryptedFileStore(directory: root.appendingPathComponent("new"), legacyDirectory: root.appendingPathComponent("never-written"))
+        let legacy = root.appendingPathComponent("later")
+        let store = EncryptedFileStore(directory: root.appendingPathComponent("new"), legacyDirectory: legacy)
+        #expect(try store.data(for: "state") == nil)
+        // A folder that appears at the old place afterwards is not looked for again (nor moved).
+        try FileManager.default.createDirectory(at: legacy, withIntermediateDirectories: true)
+        try Data(repeating: 1, count: 32).write(to: legacy.appendingPathComponent("store.key"))
         #expect(try store.data(for: "state") == nil)
         try store.set(Data("x".utf8), for: "state")
         #expect(try store.data(for: "state") == Data("x".utf8))
+        #expect(FileManager.default.fileExists(atPath: legacy.appendingPathComponent("store.key").path))
     }
 
     /// iOS answers a read of a file protected until the first unlock with EPERM. The store reports

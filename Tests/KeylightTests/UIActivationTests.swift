@@ -200,9 +200,9 @@ import Testing
         let manager = await launched(server)
         try await manager.activate(key: Fixture.key)
         var opened: [URL] = []
-        let model = PurchaseModel(manager: manager, strings: Self.english, timeout: 10, initialDelay: 0.01) { opened.append($0) }
+        let model = PurchaseModel(manager: manager, strings: Self.english, timeout: 10, initialDelay: 0.01)
         #expect(model.buttonTitle == "Upgrade or renew")
-        model.buy()
+        model.buy { opened.append($0) }
         #expect(opened == [URL(string: "https://acme.example/buy")!])
         // The store's webhook reaches the server a moment after the user comes back.
         let upgrade = Task { @MainActor in
@@ -221,7 +221,7 @@ import Testing
         let manager = await launched(server)
         try await manager.activate(key: Fixture.key)
         let before = server.count("validate")
-        let model = PurchaseModel(manager: manager, strings: Self.english, timeout: 0.2, initialDelay: 0.02) { _ in }
+        let model = PurchaseModel(manager: manager, strings: Self.english, timeout: 0.2, initialDelay: 0.02)
         let started = ContinuousClock.now
         await model.awaitPurchase()
         #expect(model.phase == .notYet && model.statusText == "The purchase has not arrived yet. It can take a few minutes.")
@@ -255,7 +255,7 @@ import Testing
         #expect(server.count("validate") == 0)
         await #expect(throws: KeylightError.self) { try await manager.requestLostKey(email: "nobody") }
         #expect(server.lostKeyEmails.isEmpty)
-        #expect(PurchaseModel(manager: manager, strings: Self.english) { _ in }.buttonTitle == "Buy a license")
+        #expect(PurchaseModel(manager: manager, strings: Self.english).buttonTitle == "Buy a license")
     }
 
     @Test func restoringAnAppStorePurchase() async throws {

@@ -38,10 +38,7 @@ public enum DeviceName {
 
     /// At most 64 characters of printable text, or nil.
     static func cleaned(_ text: String?) -> String? {
-        guard let text else { return nil }
-        let printable = String(text.unicodeScalars.filter { !$0.properties.generalCategory.isControl }.map(Character.init))
-            .trimmingCharacters(in: .whitespacesAndNewlines)
-        return printable.isEmpty ? nil : String(printable.prefix(64))
+        text?.displayText(limit: 64)
     }
 
     /// macOS's computer name (System Settings › General › Sharing), from the local configuration store.
@@ -79,14 +76,5 @@ public enum DeviceName {
         var bytes = [CChar](repeating: 0, count: 256)
         guard gethostname(&bytes, bytes.count - 1) == 0 else { return nil }
         return String(decoding: bytes.prefix { $0 != 0 }.map { UInt8(bitPattern: $0) }, as: UTF8.self)
-    }
-}
-
-private extension Unicode.GeneralCategory {
-    var isControl: Bool {
-        switch self {
-        case .control, .format, .lineSeparator, .paragraphSeparator: true
-        default: false
-        }
     }
 }

@@ -19,6 +19,9 @@ public struct EncryptedFileStore: SecureStore {
     /// The system's error numbers that mean "not readable yet" rather than "damaged": on iOS and
     /// its kin a file protected until the first unlock answers `EPERM` before it.
     let lockedErrors: Set<Int32>
+    /// Whether the move from ``legacyDirectory`` has been settled (done, or nothing to move): it is
+    /// looked for once, not on every read and write. Shared by copies of this store.
+    private let legacySettled = Locked(false)
 
     public init(directory: URL, legacyDirectory: URL? = nil) {
         self.init(directory: directory, legacyDirectory: legacyDirectory, lockedErrors: Self.platformLockedErrors)
@@ -129,16 +132,21 @@ public struct EncryptedFileStore: SecureStore {
     /// and the old folder has one. A rename when both are on one volume, so an app and its helper
     /// racing here cannot both move it; the one that loses finds the store in place.
     func moveLegacyStoreIfNeeded() throws {
-        guard let legacyDirectory else { return }
+        guard let legacyDirectory, !legacySettled.withLock({ $0 }) else { return }
         let manager = FileManager.default
         let legacyKey = legacyDirectory.appendingPathComponent("store.key").path
-        guard !manager.fileExists(atPath: keyPath), manager.fileExists(atPath: legacyKey) else { return }
         do {
-            try manager.createDirectory(at: directory.deletingLastPathComponent(), withIntermediateDirectories: true, attributes: [.posixPermissions: 0o700])
-            try manager.moveItem(at: legacyDirectory, to: directory)
+            if !manager.fileExists(atPath: keyPath), manager.fileExists(atPath: legacyKey) {
+                try manager.createDirectory(at: directory.deletingLastPathComponent(), withIntermediateDirectories: true, attributes: [.posixPermissions: 0o700])
+                try manager.moveItem(at: legacyDirectory, to: directory)
+            }
+            legacySettled.withLock { $0 = true }
         } catch {
             // Lost a race to another process, which moved it: the store is in place now.
-            if manager.fileExists(atPath: keyPath) { return }
+            if manager.fileExists(atPath: keyPath) {
+                legacySettled.withLock { $0 = true }
+                return
+            }
             throw KeylightError.storage("could not move the license kept by an earlier version from \(legacyDirectory.path): \(error)")
         }
     }

@@ -79,8 +79,8 @@ extension StorageLocation {
             applicationSupport: FileManager.default.urls(for: .applicationSupportDirectory, in: .userDomainMask).first,
             bundleIdentifier: bundle.bundleIdentifier,
             appGroupContainer: appGroup.flatMap(Self.groupContainer),
-            // NSHomeDirectory, not homeDirectoryForCurrentUser (macOS only): the same folder, and
-            // the container's for a sandboxed app, as SDK 1.x saw it.
+            // NSHomeDirectory is on every platform; for a sandboxed app it is the container's
+            // home, the folder SDK 1.x wrote under.
             homeDirectory: URL(fileURLWithPath: NSHomeDirectory(), isDirectory: true),
             environment: ProcessInfo.processInfo.environment
         )

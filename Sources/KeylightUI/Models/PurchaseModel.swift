@@ -16,16 +16,12 @@ public final class PurchaseModel: KeylightUIModel {
 
     public let manager: LicenseManager
     public private(set) var phase: Phase = .idle { willSet { changing() } }
-    /// Opens a page in the browser (the view passes `openURL` or `NSWorkspace`).
-    let open: @MainActor (URL) -> Void
     /// How long ``awaitPurchase()`` keeps asking, and its first pause.
     let timeout: Double
     let initialDelay: Double
 
-    public init(manager: LicenseManager, strings: UIStrings = UIStrings(), timeout: Double = 180, initialDelay: Double = 2,
-                open: @escaping @MainActor (URL) -> Void) {
+    public init(manager: LicenseManager, strings: UIStrings = UIStrings(), timeout: Double = 180, initialDelay: Double = 2) {
         self.manager = manager
-        self.open = open
         self.timeout = timeout
         self.initialDelay = initialDelay
         super.init(strings: strings)
@@ -46,8 +42,9 @@ public final class PurchaseModel: KeylightUIModel {
         }
     }
 
-    /// Opens the page. With a license, the model then waits for the upgrade to arrive.
-    public func buy() {
+    /// Opens the page with `open` (the view's `openURL`, which app extensions may use too). With
+    /// a license, ``awaitPurchase()`` then waits for the upgrade to arrive.
+    public func buy(using open: (URL) -> Void) {
         guard let url else { return }
         open(url)
     }

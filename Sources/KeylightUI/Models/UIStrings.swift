@@ -1,4 +1,5 @@
 import Foundation
+import Keylight
 
 /// Every word the license window shows, in English (compiled in, so Linux and a binary shipped
 /// alone need no bundle) and, where the app ships KeylightUI's resource bundle, German, French
@@ -32,23 +33,9 @@ public struct UIStrings: Sendable {
         String(format: self[key], locale: language.map { Locale(identifier: $0) }, arguments: arguments)
     }
 
-    static let bundleNames = ["Keylight_KeylightUI.bundle", "Keylight_KeylightUI.resources"]
-
-    /// KeylightUI's resource bundle beside the app or tool, or beside the bundle holding this code
-    /// (a framework, or a test bundle whose `Bundle.main` is the test runner), found without
-    /// `Bundle.module` (whose accessor stops a process that lacks it).
-    static let resourceBundle: Bundle? = {
-        let main = Bundle.main, own = Bundle(for: BundleToken.self)
-        let folders = [main.resourceURL, main.bundleURL, main.executableURL?.deletingLastPathComponent(),
-                       own.resourceURL, own.bundleURL, own.bundleURL.deletingLastPathComponent()].compactMap { $0 }
-        for folder in folders {
-            for name in bundleNames {
-                let url = folder.appendingPathComponent(name, isDirectory: true)
-                if FileManager.default.fileExists(atPath: url.path), let bundle = Bundle(url: url) { return bundle }
-            }
-        }
-        return nil
-    }()
+    /// KeylightUI's resource bundle, found as the SDK finds its own, without `Bundle.module` (whose
+    /// accessor stops a process that lacks it).
+    static let resourceBundle: Bundle? = SDKStrings.findBundle(target: "KeylightUI", beside: BundleToken.self)
 }
 
 /// A class of this module, for `Bundle(for:)`.

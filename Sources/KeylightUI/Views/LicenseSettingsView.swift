@@ -19,8 +19,7 @@ public struct LicenseSettingsView: View {
     public init(license: LicenseManager, strings: UIStrings = UIStrings()) {
         self.license = license
         _summary = StateObject(wrappedValue: LicenseSummaryModel(manager: license, strings: strings))
-        // The page opens through SwiftUI's openURL (below), which app extensions may use too.
-        _purchase = StateObject(wrappedValue: PurchaseModel(manager: license, strings: strings, open: { _ in }))
+        _purchase = StateObject(wrappedValue: PurchaseModel(manager: license, strings: strings))
     }
 
     public var body: some View {
@@ -38,9 +37,9 @@ public struct LicenseSettingsView: View {
                 Text(status).foregroundStyle(.secondary)
             }
             Section {
-                if let url = purchase.url {
+                if purchase.url != nil {
                     Button(purchase.buttonTitle) {
-                        openURL(url)
+                        purchase.buy { openURL($0) }
                         Task { await purchase.awaitPurchase() }
                     }
                 }
