@@ -51,6 +51,8 @@ struct Harness {
         configuration.activityFlushInterval = .milliseconds(50)
         // Tests deliver webhooks by calling the dispatcher themselves, with the test clock.
         configuration.webhookPollInterval = .seconds(3_600)
+        // Tests work bulk jobs through by hand (``BulkJobs/runPending(batch:maxItems:)``).
+        configuration.bulkJobInterval = .seconds(3_600)
         // Receivers in tests listen on loopback; one test turns this off to see the refusal.
         configuration.webhookAllowPrivate = true
         // The lowest bcrypt cost: dashboard sign-ins in tests should not take 0.2 s each.

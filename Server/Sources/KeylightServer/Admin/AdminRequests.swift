@@ -82,6 +82,8 @@ struct CreateKeyTypeRequest: Decodable {
     var overage: Double?
     /// Days of updates a purchase covers; null = every build.
     var updates_days: Int?
+    /// `purchase` (the default) or `first_activation`: when `duration_days` and `updates_days` start.
+    var expires_from: String?
 }
 
 struct CreateLicenseRequest: Decodable {
@@ -160,8 +162,8 @@ extension Field {
 
     /// Entitlement codes travel inside signed lease payloads: 1-64 of `a-z 0-9 _ - . :`, so
     /// never the `,` and `|` separators.
-    static func entitlements(_ values: [String]?) throws(APIError) -> [String] {
-        guard let values else { throw .invalidRequest("Missing field entitlements.") }
+    static func entitlements(_ values: [String]?, name: String = "entitlements") throws(APIError) -> [String] {
+        guard let values else { throw .invalidRequest("Missing field \(name).") }
         guard values.count <= 64 else { throw .invalidRequest("At most 64 entitlements.") }
         for code in values {
             let bytes = Array(code.utf8)

@@ -55,8 +55,10 @@ struct KeyTypeBody: Encodable {
     @ExplicitNull var lemonsqueezy_variant_id: String?
     @ExplicitNull var polar_product_id: String?
     @ExplicitNull var appstore_product_id: String?
+    var expires_from: String
 
     init(_ keyType: KeyType) {
+        expires_from = (keyType.expiresFrom ?? .purchase).rawValue
         id = keyType.id
         product_id = keyType.productId
         display_name = keyType.displayName

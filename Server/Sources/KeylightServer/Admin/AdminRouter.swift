@@ -4,7 +4,7 @@ import NIOCore
 
 /// The admin API's routes, registered through one place so that every route that changes
 /// something reads its body the same way: whole (up to the body limit), decoded strictly (a field
-/// the endpoint does not define is 400 `UNKNOWN_FIELD`), and under `Idempotency-Key` for POSTs.
+/// the endpoint does not define is 400 `UNKNOWN_FIELD`), and under `Idempotency-Key` for POSTs and PATCHes.
 /// A route has no other way to reach its body.
 struct AdminRouter {
     let group: RouterGroup<KeylightRequestContext>
@@ -70,9 +70,12 @@ struct AdminRouter {
 
     func patch<Body: Decodable & Sendable>(_ path: RouterPath, body: Body.Type, _ handler: @escaping BodyHandler<Body>) {
         table.add("PATCH", path, fields: StrictDecoding.fieldNames(of: Body.self))
-        let limit = limits.maxBodyBytes
+        let (limit, idempotency) = (limits.maxBodyBytes, self.idempotency)
         group.patch(path) { request, context in
-            try await handler(try StrictDecoding.json(Body.self, from: try await Self.read(request, limit: limit).readableBytesView), request, context)
+            let bytes = try await Self.read(request, limit: limit)
+            return try await idempotency.run(request, body: bytes) {
+                try await handler(try StrictDecoding.json(Body.self, from: bytes.readableBytesView), request, context)
+            }
         }
     }
 

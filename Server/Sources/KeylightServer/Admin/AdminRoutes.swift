@@ -73,7 +73,7 @@ struct AdminRoutes {
                 tenantId: try context.parameters.require("tenant"), productId: try context.parameters.require("product"),
                 body, actor: actor
             )
-            return try JSONBody.response(LicenseBody(license: license, now: service.clock.unixSeconds, licenseKey: key.text), status: .created)
+            return try JSONBody.response(try await service.licenseBody(license, licenseKey: key.text), status: .created)
         }
         admin.get("/tenants/:tenant/products/:product/insights") { request, context in
             let (product, query) = try await insightsQuery(request, context, extra: [])
@@ -86,17 +86,46 @@ struct AdminRoutes {
         }
         admin.get("/tenants/:tenant/products/:product/licenses") { request, context in
             let query = request.uri.queryParameters
+            let (tenant, product) = (try context.parameters.require("tenant"), try context.parameters.require("product"))
             let (licenses, next) = try await service.licensePage(
-                tenantId: try context.parameters.require("tenant"), productId: try context.parameters.require("product"),
-                try LicenseQuery(reading: { query.get($0) })
+                tenantId: tenant, productId: product,
+                try LicenseQuery(reading: { query.get($0) }, parameters: query.map { (String($0.key), String($0.value)) })
             )
-            let now = service.clock.unixSeconds
-            return try JSONBody.response(LicensePage(licenses: licenses.map { LicenseBody(license: $0, now: now) }, next_cursor: next))
+            return try JSONBody.response(LicensePage(licenses: try await service.licenseBodies(licenses, tenantId: tenant, productId: product), next_cursor: next))
         }
         admin.get("/tenants/:tenant/products/:product/licenses/:id") { _, context in
             let license = try await service.license(tenantId: try context.parameters.require("tenant"), productId: try context.parameters.require("product"), id: try context.parameters.require("id"))
             let instances = try await service.instances(licenseId: license.id)
-            return try JSONBody.response(LicenseBody(license: license, now: service.clock.unixSeconds, instances: instances))
+            return try JSONBody.response(try await service.licenseBody(license, instances: instances))
+        }
+        admin.patch("/tenants/:tenant/products/:product/licenses/:id", body: UpdateLicenseRequest.self) { body, _, context in
+            let license = try await service.editLicense(
+                tenantId: try context.parameters.require("tenant"), productId: try context.parameters.require("product"),
+                id: try context.parameters.require("id"), try body.edit(), actor: actor
+            )
+            return try JSONBody.response(try await service.licenseBody(license))
+        }
+        admin.post("/tenants/:tenant/products/:product/licenses/bulk", body: BulkLicenseRequest.self) { body, _, context in
+            switch try await service.bulkJobs.create(
+                tenantId: try context.parameters.require("tenant"), productId: try context.parameters.require("product"), body, actor: actor, admin: service
+            ) {
+            case .dryRun(let answer): return try JSONBody.response(answer)
+            case .job(let job): return try JSONBody.response(job, status: .accepted)
+            }
+        }
+        admin.get("/tenants/:tenant/products/:product/licenses/bulk/:job") { _, context in
+            try JSONBody.response(try await service.bulkJobs.status(
+                tenantId: try context.parameters.require("tenant"), productId: try context.parameters.require("product"), id: try context.parameters.require("job")
+            ))
+        }
+        admin.post("/tenants/:tenant/products/:product/licenses/:id/renew", body: RenewLicenseRequest.self) { body, _, context in
+            var edit = LicenseEdit()
+            edit.renewal = try body.renewal()
+            let license = try await service.editLicense(
+                tenantId: try context.parameters.require("tenant"), productId: try context.parameters.require("product"),
+                id: try context.parameters.require("id"), edit, actor: actor
+            )
+            return try JSONBody.response(try await service.licenseBody(license))
         }
         for (action, status) in [("revoke", LicenseStatus.revoked), ("suspend", .suspended), ("reinstate", .active)] {
             admin.post("/tenants/:tenant/products/:product/licenses/:id/\(action)") { _, context in
@@ -104,7 +133,7 @@ struct AdminRoutes {
                     tenantId: try context.parameters.require("tenant"), productId: try context.parameters.require("product"),
                     id: try context.parameters.require("id"), to: status, action: "license.\(action)", actor: actor
                 )
-                return try JSONBody.response(LicenseBody(license: license, now: service.clock.unixSeconds))
+                return try JSONBody.response(try await service.licenseBody(license))
             }
         }
         admin.post("/tenants/:tenant/products/:product/licenses/:id/remint") { _, context in
@@ -112,7 +141,7 @@ struct AdminRoutes {
                 tenantId: try context.parameters.require("tenant"), productId: try context.parameters.require("product"),
                 id: try context.parameters.require("id"), actor: actor
             )
-            return try JSONBody.response(LicenseBody(license: license, now: service.clock.unixSeconds, licenseKey: key.text))
+            return try JSONBody.response(try await service.licenseBody(license, licenseKey: key.text))
         }
         admin.post("/tenants/:tenant/products/:product/licenses/:id/email", optionalBody: ResendEmailRequest.self) { body, _, context in
             // The body is optional: none (or `{}`) mails the address on file.

@@ -115,7 +115,11 @@ final class AdminService: Sendable {
         let heartbeat = try Field.integer(body.heartbeat_seconds ?? KeyType.defaultHeartbeatSeconds, "heartbeat_seconds", in: KeyType.heartbeatRange)
         let overage = try Field.overagePercent(body.overage)
         if let days = body.updates_days { _ = try Field.integer(days, "updates_days", in: 1...36_500) }
-        let keyType = KeyType(
+        let expiresFrom = try Field.expiresFrom(body.expires_from)
+        if expiresFrom == .firstActivation, body.duration_days == nil, body.updates_days == nil {
+            throw APIError.invalidRequest("Field expires_from first_activation needs duration_days or updates_days: a lifetime license has no date to start.")
+        }
+        var keyType = KeyType(
             tenantId: tenantId, productId: productId, id: id, displayName: displayName, activationLimit: limit,
             durationDays: body.duration_days, fallbackAccess: fallback, leaseTtlSeconds: ttl,
             entitlements: entitlements.joined(separator: ","), createdAt: clock.unixSeconds,
@@ -123,6 +127,7 @@ final class AdminService: Sendable {
             offlineLeaseDays: offlineDays, floating: body.floating ?? false, heartbeatSeconds: heartbeat, overagePercent: overage,
             updatesDays: body.updates_days
         )
+        keyType.expiresFrom = expiresFrom == .firstActivation ? .firstActivation : nil
         guard try await database.insertKeyType(keyType, actor: actor) else { throw APIError.conflict("Key type \(id) already exists.") }
         return keyType
     }
@@ -138,11 +143,15 @@ final class AdminService: Sendable {
         }
         let email = try Field.email(body.customer_email)
         let now = clock.unixSeconds
-        let expiresAt = body.expires_at ?? keyType.durationDays.map { now + Int64($0) * 86_400 }
-        if let expiresAt, expiresAt < 0 || expiresAt > 253_402_300_799 { throw APIError.invalidRequest("Field expires_at is out of range.") }
+        // Dates given explicitly (an import, a reseller's own terms) date the license now; else
+        // the key type's terms do, from now or from its first activation.
+        let datedByCaller = body.expires_at != nil || body.updates_until != nil
+        let terms = keyType.mintDates(now: now)
+        let expiresAt = body.expires_at ?? (datedByCaller ? keyType.durationDays.map { now + Int64($0) * 86_400 } : terms.expiresAt)
+        if let expiresAt, expiresAt < 0 || expiresAt > Field.latestDate { throw APIError.invalidRequest("Field expires_at is out of range.") }
         // An imported license keeps the updates its customer bought elsewhere; a new one gets its key type's.
-        let updatesUntil = body.updates_until ?? keyType.updatesDays.map { now + Int64($0) * 86_400 }
-        if let updatesUntil, updatesUntil < 0 || updatesUntil > 253_402_300_799 { throw APIError.invalidRequest("Field updates_until is out of range.") }
+        let updatesUntil = body.updates_until ?? (datedByCaller ? keyType.updatesDays.map { now + Int64($0) * 86_400 } : terms.updatesUntil)
+        if let updatesUntil, updatesUntil < 0 || updatesUntil > Field.latestDate { throw APIError.invalidRequest("Field updates_until is out of range.") }
         let key: LicenseKey
         if let imported = body.license_key {
             // A key from the hosted service (protocol 6.1), kept as it is so shipped apps keep working.
@@ -160,11 +169,12 @@ final class AdminService: Sendable {
             guard let email else { throw APIError.invalidRequest("Field send_email needs customer_email.") }
             mail = MailRequest(kind: .license, to: email)
         }
-        let license = License(
+        var license = License(
             id: UUID().uuidString.lowercased(), tenantId: tenantId, productId: productId, keyTypeId: keyTypeId,
             keyHash: key.keyHash, maskedKey: key.masked(keepingPrefix: product.keyPrefix), status: .active, expiresAt: expiresAt, customerEmail: email,
             activeInstances: 0, createdAt: now, updatedAt: now, updatesUntil: updatesUntil
         )
+        if !datedByCaller { license.waitForFirstActivation(keyType, subscription: false) }
         do {
             try await database.insertLicense(license, key: key.text, sealedKey: try LicenseKeySeal.seal(key, licenseId: license.id, with: sealer), mail: mail, actor: actor)
         } catch where StorageError.isUniqueViolation(error) {
@@ -182,7 +192,7 @@ final class AdminService: Sendable {
         _ = try await requireProduct(tenantId: tenantId, productId: productId)
         let rows = try await database.licenses(
             tenantId: tenantId, productId: productId, email: query.email, status: query.status, keySuffix: query.keySuffix,
-            afterId: query.afterId, limit: query.limit + 1
+            keyTypeId: query.keyTypeId, metadata: query.metadata, afterId: query.afterId, limit: query.limit + 1
         )
         let page = Array(rows.prefix(query.limit))
         let next = rows.count > query.limit ? page.last.map { LicenseQuery.cursor(after: $0.id) } : nil

@@ -11,11 +11,22 @@ struct LicenseQuery: Sendable {
     var limit = 50
     /// The id the page starts after (the decoded cursor).
     var afterId: String?
+    var keyTypeId: String?
+    /// `metadata.<key>=<value>` filters: every one must match.
+    var metadata: [(key: String, value: String)] = []
 
     /// Reads `email`, `status`, `key_suffix`, `limit` (unless `fixedLimit` is given) and `cursor`
     /// through `value`; a bad one is a 400 that names it.
-    init(reading value: (String) -> String?, fixedLimit: Int? = nil) throws {
+    init(reading value: (String) -> String?, fixedLimit: Int? = nil, parameters: [(String, String)] = []) throws {
         func present(_ name: String) -> String? { value(name).flatMap { $0.isEmpty ? nil : $0 } }
+        keyTypeId = try present("key_type_id").map { try Field.pathId($0, "key_type_id") }
+        for (name, text) in parameters where name.hasPrefix("metadata.") {
+            let key = String(name.dropFirst("metadata.".count))
+            try Field.metadataKey(key)
+            guard text.utf8.count <= MetadataValue.maxStringBytes else { throw APIError.invalidRequest("metadata.\(key) is longer than \(MetadataValue.maxStringBytes) bytes.") }
+            metadata.append((key, text))
+        }
+        guard metadata.count <= 8 else { throw APIError.invalidRequest("At most 8 metadata filters.") }
         email = try present("email").flatMap { try Field.email($0) }
         status = try present("status").map { text in
             guard let status = LicenseStatus(rawValue: text) else { throw APIError.invalidRequest("status must be active, suspended or revoked.") }

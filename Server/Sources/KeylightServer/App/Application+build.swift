@@ -185,6 +185,7 @@ func assemble(
             PeriodicService.sweepingSeats(of: database, every: configuration.seatSweepInterval, clock: clock, metrics: metrics, logger: logger),
             PeriodicService(interval: configuration.customerLookupInterval, tick: { await lookups.lookUpDue() }),
             PeriodicService(interval: configuration.insightsRollupInterval, tick: { [insights = admin.insights] in await insights.rollUpAndPrune(logger: logger) }),
+            PeriodicService(interval: configuration.bulkJobInterval, tick: { [bulkJobs = admin.bulkJobs] in await bulkJobs.runPending() }),
         ] + backups + mail + [
             PeriodicService(interval: .seconds(600), tick: {
                 _ = try? await sessions.purgeExpired()

@@ -95,6 +95,8 @@ public struct ServerConfiguration: Sendable {
     public var insightsRetentionDays: Int64 = 90
     /// How often the insights roll up finished days and prune per-device rows past retention.
     public var insightsRollupInterval: Duration = .seconds(3_600)
+    /// How often the server looks for bulk license jobs to work through (`POST …/licenses/bulk`).
+    public var bulkJobInterval: Duration = .seconds(1)
     /// Stripe's REST API (`KEYLIGHT_STRIPE_API_BASE`); tests point it at a local server.
     public var stripeAPIBaseURL = "https://api.stripe.com"
     /// Paddle's API for buyers' addresses; nil = `api.paddle.com` or, for a tenant set to

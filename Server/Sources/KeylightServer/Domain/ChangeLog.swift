@@ -99,6 +99,18 @@ struct ChangeLog: Sendable {
         )
     }
 
+    /// An administrator (or a bulk job, or a payment applied to a license) edited a license:
+    /// `license.update` and `license.updated`, or `license.renew` and `license.renewed` when the
+    /// edit renewed a date; the event carries what changed, as `changes: {field: [from, to]}`.
+    func licenseEdited(_ license: License, changes: [String: [String]], renewed: Bool, actor: AuditActor, details: [String: String]) -> Entry {
+        var data = WebhookEventData(license: license, source: actor.name)
+        data.changes = changes
+        return entry(
+            audit: Audit(actor: actor, action: renewed ? "license.renew" : "license.update", target: license.id, details: details),
+            event: WebhookEvent(type: renewed ? .licenseRenewed : .licenseUpdated, tenantId: tenantId, at: now, data: data)
+        )
+    }
+
     // Changes that are audited but not announced.
 
     /// The license's key was replaced (`license.remint`); the old key stops working.

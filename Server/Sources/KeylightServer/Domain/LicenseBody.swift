@@ -33,6 +33,10 @@ struct LicenseBody: Encodable, Sendable {
     var licenseKey: String?
     var instances: [Instance]?
     var shape: Shape = .admin
+    /// The license's key type, for its effective limit and entitlements (admin answers).
+    var keyType: KeyType? = nil
+    /// The license's metadata (admin answers; nil shows `{}`).
+    var metadata: [String: MetadataValue]? = nil
 
     /// Which fields: the admin API shows them all; webhooks the ones they have always carried.
     enum Shape: Sendable {
@@ -42,6 +46,7 @@ struct LicenseBody: Encodable, Sendable {
     enum CodingKeys: String, CodingKey {
         case id, product_id, key_type_id, license_key, masked_key, status, expired, expires_at, customer_email, active_instances, created_at, updates_until, instances
         case payment_source, payment_order_id
+        case activation_limit, activation_limit_override, over_limit, entitlements, entitlements_added, note, metadata, starts_on_activation
     }
 
     func encode(to encoder: any Encoder) throws {
@@ -61,6 +66,18 @@ struct LicenseBody: Encodable, Sendable {
         try c.encode(license.updatesUntil, forKey: .updates_until)
         try c.encode(license.paymentSource, forKey: .payment_source)
         try c.encode(license.paymentOrderId, forKey: .payment_order_id)
+        try c.encode(license.startsOnActivation, forKey: .starts_on_activation)
+        try c.encode(license.activationLimitOverride, forKey: .activation_limit_override)
+        if let keyType {
+            let limit = license.activationLimitOverride ?? keyType.activationLimit
+            try c.encode(limit, forKey: .activation_limit)
+            // A lowered limit frees no device: new activations wait until fewer are in use.
+            try c.encode(license.activeInstances > limit, forKey: .over_limit)
+            try c.encode(Set(keyType.entitlementCodes).union(license.addedEntitlementCodes).sorted(), forKey: .entitlements)
+        }
+        try c.encode(license.addedEntitlementCodes, forKey: .entitlements_added)
+        try c.encode(license.note, forKey: .note)
+        try c.encode(metadata ?? [:], forKey: .metadata)
         if let instances { try c.encode(instances.map(InstanceBody.init), forKey: .instances) }
     }
 }

@@ -30,12 +30,33 @@ struct LicenseGrant: Decodable, Equatable, Sendable {
     /// none) and the key type's display name. Read with the rest, in the same query.
     var customerEmail: String?
     var keyTypeName: String
+    /// The license's add-on codes (comma-separated), on top of the key type's.
+    var entitlementsAdded: String?
+    /// Undated until its first activation (the key type's `expires_from: first_activation`).
+    var startsOnActivationFlag: Bool?
+    var startsOnActivation: Bool {
+        get { startsOnActivationFlag ?? false }
+        set { startsOnActivationFlag = newValue }
+    }
+    /// The key type's terms, which date a license on its first activation.
+    var durationDays: Int?
+    var updatesDays: Int?
 
-    /// The key type's entitlements, plus the signed updates bound when the license has one.
+    /// The key type's entitlements and the license's add-ons, plus the signed updates bound
+    /// when the license has one.
     var entitlementCodes: [String] {
         var codes = entitlements.split(separator: ",").map(String.init)
+        if let entitlementsAdded, !entitlementsAdded.isEmpty {
+            let own = Set(codes)
+            codes += entitlementsAdded.split(separator: ",").map(String.init).filter { !own.contains($0) }
+        }
         if let updatesUntil { codes.append(UpdatesEntitlement.code(until: updatesUntil)) }
         return codes
+    }
+
+    /// The dates the first activation at `now` gives a license that starts on it.
+    func firstActivationDates(now: Int64) -> (expiresAt: Int64?, updatesUntil: Int64?) {
+        (durationDays.map { now + Int64($0) * 86_400 }, updatesDays.map { now + Int64($0) * 86_400 })
     }
 
     /// Past its expiry at `now` (a lifetime license never is).
@@ -55,5 +76,6 @@ struct LicenseGrant: Decodable, Equatable, Sendable {
         case instanceActive = "instance_active", instanceMachineHash = "instance_machine_hash", instanceDeviceKey = "instance_device_key"
         case floating, heartbeatSeconds = "heartbeat_seconds", overagePercent = "overage_percent", activeInstances = "active_instances", updatesUntil = "updates_until"
         case customerEmail = "customer_email", keyTypeName = "key_type_name"
+        case entitlementsAdded = "entitlements_added", startsOnActivationFlag = "starts_on_activation", durationDays = "duration_days", updatesDays = "updates_days"
     }
 }

@@ -82,6 +82,28 @@ public struct KeyType: Codable, Sendable, Hashable {
     public var polarProductId: String? = nil
     /// The App Store product (StoreKit `productId`) whose purchases are this key type.
     public var appStoreProductId: String? = nil
+    /// When a minted license's dates start: at purchase (nil, the default) or at its first
+    /// activation (gift, bundle and reseller keys).
+    public var expiresFrom: ExpiresFrom? = nil
+
+    /// When a license's `duration_days` and `updates_days` start counting.
+    public enum ExpiresFrom: String, Codable, Sendable, CaseIterable {
+        case purchase
+        case firstActivation = "first_activation"
+    }
+
+    /// Whether a license minted now waits for its first activation to date itself. A
+    /// subscription dates its licenses by its own periods, so never for those.
+    func startsOnActivation(subscription: Bool = false) -> Bool {
+        expiresFrom == .firstActivation && !subscription && (durationDays != nil || updatesDays != nil)
+    }
+
+    /// A new license's expiry and updates bound, counted from `now` (nil when it starts on
+    /// activation or the key type sets none).
+    func mintDates(now: Int64, subscription: Bool = false) -> (expiresAt: Int64?, updatesUntil: Int64?) {
+        guard !startsOnActivation(subscription: subscription) else { return (nil, nil) }
+        return (durationDays.map { now + Int64($0) * 86_400 }, updatesDays.map { now + Int64($0) * 86_400 })
+    }
 
     public static let defaultOfflineLeaseDays = 365
     public static let defaultHeartbeatSeconds = 600
@@ -98,7 +120,7 @@ public struct KeyType: Codable, Sendable, Hashable {
         case stripePriceId = "stripe_price_id", stripeMode = "stripe_mode", offlineLeaseDays = "offline_lease_days"
         case floating, heartbeatSeconds = "heartbeat_seconds", overagePercent = "overage_percent", updatesDays = "updates_days"
         case paddlePriceId = "paddle_price_id", lemonSqueezyVariantId = "lemonsqueezy_variant_id", polarProductId = "polar_product_id"
-        case appStoreProductId = "appstore_product_id"
+        case appStoreProductId = "appstore_product_id", expiresFrom = "expires_from"
     }
 }
 
@@ -130,6 +152,22 @@ public struct License: Codable, Sendable, Hashable {
     public var paymentSource: String? = nil
     /// The order, transaction or Checkout Session that paid for it, in `paymentSource`'s ids.
     public var paymentOrderId: String? = nil
+    /// The license's own device limit, in place of its key type's; nil: the key type's.
+    public var activationLimitOverride: Int? = nil
+    /// Add-on entitlement codes, comma-separated, on top of the key type's; nil: none.
+    public var entitlementsAdded: String? = nil
+    /// The developer's own note (never shown to the buyer).
+    public var note: String? = nil
+    /// Its key type starts its dates on first activation, and no device has activated yet:
+    /// `expiresAt` is nil until then without meaning "lifetime".
+    public var startsOnActivationFlag: Bool? = nil
+
+    public var startsOnActivation: Bool { startsOnActivationFlag ?? false }
+
+    /// The add-on codes.
+    public var addedEntitlementCodes: [String] {
+        (entitlementsAdded ?? "").split(separator: ",").map(String.init)
+    }
 
     public init(
         id: String, tenantId: String, productId: String, keyTypeId: String, keyHash: String, maskedKey: String,
@@ -151,6 +189,15 @@ public struct License: Codable, Sendable, Hashable {
         self.updatedAt = updatedAt
     }
 
+    /// Leaves a newly minted license undated until its first activation when its key type says
+    /// so (``KeyType/expiresFrom``); the activation that takes its first seat dates it.
+    mutating func waitForFirstActivation(_ keyType: KeyType, subscription: Bool) {
+        guard keyType.startsOnActivation(subscription: subscription) else { return }
+        expiresAt = nil
+        updatesUntil = nil
+        startsOnActivationFlag = true
+    }
+
     /// True once `expiresAt` has passed.
     public func isExpired(at now: Int64) -> Bool {
         expiresAt.map { $0 <= now } ?? false
@@ -160,6 +207,8 @@ public struct License: Codable, Sendable, Hashable {
     enum CodingKeys: String, CodingKey {
         case id, tenantId = "tenant_id", productId = "product_id", keyTypeId = "key_type_id", keyHash = "key_hash", maskedKey = "masked_key", status, expiresAt = "expires_at", customerEmail = "customer_email", activeInstances = "active_instances", createdAt = "created_at", updatedAt = "updated_at"
         case updatesUntil = "updates_until", paymentSource = "payment_source", paymentOrderId = "payment_order_id"
+        case activationLimitOverride = "activation_limit_override", entitlementsAdded = "entitlements_added", note
+        case startsOnActivationFlag = "starts_on_activation"
     }
 }
 

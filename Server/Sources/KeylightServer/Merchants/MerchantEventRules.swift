@@ -67,6 +67,7 @@ struct MerchantEventRules {
                     customerEmail: email, activeInstances: 0, createdAt: now, updatedAt: now,
                     updatesUntil: line.keyType.updatesDays.map { now + Int64($0) * 86_400 }
                 )
+                license.waitForFirstActivation(line.keyType, subscription: state != nil || subscription != nil)
                 license.paymentSource = ledger.provider.rawValue
                 license.paymentOrderId = purchase.orderId
                 try await ledger.insertLicense(license, key: key, sealedKey: try LicenseKeySeal.seal(key, licenseId: licenseId, with: sealer), mail: mail,

@@ -6,8 +6,10 @@ extension Database {
         keyHash: String, tenantId: String, productId: String, instanceId: String?, extraColumns: SQLQueryString = "", lock: SQLQueryString
     ) -> SQLQueryString {
         """
-        SELECT l.id AS license_id, l.status, l.expires_at, l.key_hash, k.activation_limit, k.fallback_access, k.lease_ttl_seconds, k.entitlements, k.offline_lease_days,
+        SELECT l.id AS license_id, l.status, l.expires_at, l.key_hash, COALESCE(l.activation_limit_override, k.activation_limit) AS activation_limit,
+               k.fallback_access, k.lease_ttl_seconds, k.entitlements, k.offline_lease_days,
                k.floating, k.heartbeat_seconds, k.overage_percent, l.active_instances, l.updates_until, l.customer_email, k.display_name AS key_type_name,
+               l.entitlements_added, l.starts_on_activation, k.duration_days, k.updates_days,
                i.id AS instance_id, i.active AS instance_active, i.machine_hash AS instance_machine_hash,
                i.device_key AS instance_device_key\(extraColumns)
         FROM licenses l
@@ -89,8 +91,15 @@ extension Database {
                try await Self.confirmMachineInstance(db, id: id, deviceKey: deviceKey, seatDeadline: seatDeadline, now: now, readBeforeLock: rowLocks) {
                 return .existing(instanceId: id, grant: grant)
             }
+            // A license that starts on its first activation is dated by the activation that
+            // takes its first seat, in the same statement (the license row is locked).
+            var dating: SQLQueryString = ""
+            if grant.startsOnActivation {
+                let dates = grant.firstActivationDates(now: now)
+                dating = ", expires_at = \(bind: dates.expiresAt), updates_until = \(bind: dates.updatesUntil), starts_on_activation = \(bind: false)"
+            }
             let reserve: SQLQueryString = """
-                UPDATE licenses SET active_instances = active_instances + 1, updated_at = \(bind: now)
+                UPDATE licenses SET active_instances = active_instances + 1, updated_at = \(bind: now)\(dating)
                 WHERE id = \(bind: grant.licenseId) AND active_instances < \(bind: grant.seatCap)
                 RETURNING \(Self.licenseColumns)
                 """
@@ -121,6 +130,11 @@ extension Database {
                 return .limitReached
             }
             grant.activeInstances = reserved.activeInstances
+            if grant.startsOnActivation {
+                grant.expiresAt = reserved.expiresAt
+                grant.updatesUntil = reserved.updatesUntil
+                grant.startsOnActivation = false
+            }
             if let freeTierInstanceId {
                 try await Self.recordConversion(
                     db, tenantId: tenantId, productId: productId, installId: freeTierInstanceId, licenseId: grant.licenseId, instanceId: newInstanceId, now: now

@@ -1,14 +1,15 @@
 import SQLKit
 
 extension Database {
-    static let licenseColumns: SQLQueryString = "id, tenant_id, product_id, key_type_id, key_hash, masked_key, status, expires_at, customer_email, active_instances, created_at, updated_at, updates_until, payment_source, payment_order_id"
+    static let licenseColumns: SQLQueryString = "id, tenant_id, product_id, key_type_id, key_hash, masked_key, status, expires_at, customer_email, active_instances, created_at, updated_at, updates_until, payment_source, payment_order_id, activation_limit_override, entitlements_added, note, starts_on_activation"
     /// A license's values in ``licenseColumns`` order, bound, for an `INSERT`.
     static func licenseValues(_ license: License) -> SQLQueryString {
         """
         \(bind: license.id), \(bind: license.tenantId), \(bind: license.productId), \(bind: license.keyTypeId), \
         \(bind: license.keyHash), \(bind: license.maskedKey), \(bind: license.status.rawValue), \(bind: license.expiresAt), \
         \(bind: license.customerEmail), \(bind: license.activeInstances), \(bind: license.createdAt), \(bind: license.updatedAt), \
-        \(bind: license.updatesUntil), \(bind: license.paymentSource), \(bind: license.paymentOrderId)
+        \(bind: license.updatesUntil), \(bind: license.paymentSource), \(bind: license.paymentOrderId), \(bind: license.activationLimitOverride), \
+        \(bind: license.entitlementsAdded), \(bind: license.note), \(bind: license.startsOnActivationFlag)
         """
     }
 
@@ -28,7 +29,8 @@ extension Database {
             }
             try await Self.record(ChangeLog(tenantId: license.tenantId, now: license.createdAt).licenseCreated(license, key: key, actor: actor, details: [
                 "product_id": license.productId, "key_type_id": license.keyTypeId, "masked_key": license.maskedKey,
-                "expires_at": license.expiresAt.map(String.init) ?? "lifetime", "updates_until": license.updatesUntil.map(String.init) ?? "unbounded",
+                "expires_at": license.startsOnActivation ? "first activation" : license.expiresAt.map(String.init) ?? "lifetime",
+                "updates_until": license.startsOnActivation ? "first activation" : license.updatesUntil.map(String.init) ?? "unbounded",
             ]), on: db, outbox: outbox)
         }
     }
@@ -45,9 +47,14 @@ extension Database {
     }
 
     /// A page of a product's licenses in id order, filtered by email and/or status.
-    public func licenses(tenantId: String, productId: String, email: String?, status: LicenseStatus?, keySuffix: String? = nil, afterId: String?, limit: Int) async throws -> [License] {
+    public func licenses(
+        tenantId: String, productId: String, email: String?, status: LicenseStatus?, keySuffix: String? = nil,
+        keyTypeId: String? = nil, metadata: [(key: String, value: String)] = [], afterId: String?, limit: Int
+    ) async throws -> [License] {
         var query: SQLQueryString = "SELECT \(Self.licenseColumns) FROM licenses WHERE tenant_id = \(bind: tenantId) AND product_id = \(bind: productId)"
         if let email { query += " AND customer_email = \(bind: email)" }
+        if let keyTypeId { query += " AND key_type_id = \(bind: keyTypeId)" }
+        query += Self.metadataCondition(metadata, tenantId: tenantId, productId: productId)
         if let status { query += " AND status = \(bind: status.rawValue)" }
         if let keySuffix { query += " AND masked_key LIKE \(bind: "%-" + keySuffix)" }
         if let afterId { query += " AND id > \(bind: afterId)" }
@@ -107,5 +114,22 @@ extension Database {
             SELECT 1 AS found FROM replaced_license_keys
             WHERE key_hash = \(bind: keyHash) AND tenant_id = \(bind: tenantId) AND product_id = \(bind: productId)
             """).first() != nil
+    }
+
+    /// ` AND …` for each `metadata.<key>=<value>` filter: the license has that key with that value
+    /// (as a string, or the number or boolean the text spells).
+    static func metadataCondition(_ filters: [(key: String, value: String)], tenantId: String, productId: String, license: String = "licenses.id") -> SQLQueryString {
+        var condition = SQLQueryString("")
+        for filter in filters {
+            var values = SQLQueryString("")
+            for (index, candidate) in MetadataValue.storedCandidates(forQuery: filter.value).enumerated() {
+                values += index == 0 ? "\(bind: candidate)" : ", \(bind: candidate)"
+            }
+            condition += """
+                 AND EXISTS (SELECT 1 FROM license_metadata m WHERE m.license_id = \(unsafeRaw: license) AND m.tenant_id = \(bind: tenantId)
+                 AND m.product_id = \(bind: productId) AND m.key = \(bind: filter.key) AND m.value IN (\(values)))
+                """
+        }
+        return condition
     }
 }

@@ -33,6 +33,10 @@ extension LicenseGrant {
         updatesUntil = try optional(.updatesUntil, as: Int64.self)
         customerEmail = try optional(.customerEmail, as: String.self)
         keyTypeName = try value(.keyTypeName, as: String.self)
+        entitlementsAdded = try optional(.entitlementsAdded, as: String.self)
+        startsOnActivationFlag = try optional(.startsOnActivationFlag, as: Bool.self)
+        durationDays = try optional(.durationDays, as: Int.self)
+        updatesDays = try optional(.updatesDays, as: Int.self)
     }
 }
 

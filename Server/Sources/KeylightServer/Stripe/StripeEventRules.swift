@@ -78,6 +78,7 @@ struct StripeEventRules {
             customerEmail: email, activeInstances: 0, createdAt: now, updatedAt: now,
             updatesUntil: keyType.updatesDays.map { now + Int64($0) * 86_400 }
         )
+        license.waitForFirstActivation(keyType, subscription: subscription != nil)
         license.paymentSource = "stripe"
         license.paymentOrderId = sessionId
         // The address is Stripe's to tell, and anybody's to type at checkout: mailed only if it is

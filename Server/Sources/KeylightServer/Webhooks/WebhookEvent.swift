@@ -10,6 +10,9 @@ public enum WebhookEventType: String, CaseIterable, Sendable, Codable {
     case licenseExpired = "license.expired"
     /// The license's expiry moved later (a Stripe invoice was paid).
     case licenseRenewed = "license.renewed"
+    /// An administrator, a bulk job or a paid upgrade changed the license (key type, limit,
+    /// dates, add-ons, address, note or metadata); `changes` says what, as `{field: [from, to]}`.
+    case licenseUpdated = "license.updated"
     /// An activation was refused because every slot is in use: a customer who may need help
     /// or a bigger license. Sent at most once an hour per license.
     case activationLimitReached = "license.activation_limit_reached"
@@ -51,6 +54,8 @@ struct WebhookEventData: Encodable, Sendable {
     /// Only on `instance.*`: the route the change took (`app`, `portal`, `offline_request`,
     /// `offline_proof`, `admin`).
     var how: String?
+    /// Only on `license.updated` and an administrator's `license.renewed`: `{field: [from, to]}`.
+    var changes: [String: [String]]?
 
     init(license: License, licenseKey: String? = nil, instance: WebhookInstance? = nil, source: String, how: String? = nil) {
         self.license = LicenseBody(license: license, now: 0, shape: .webhook)

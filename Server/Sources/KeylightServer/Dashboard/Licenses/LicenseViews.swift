@@ -45,6 +45,8 @@ struct LicenseView: Sendable {
     var canReinstate: Bool
     /// "floating, 3 of 5 seats held" or "2 of 3 devices".
     var seats: String
+    /// The edit and renew forms.
+    var edit: LicenseEditView
     /// "until 2027-11-22", or nil when the license covers every build.
     var updates: String?
     /// The server sends mail.
@@ -80,8 +82,9 @@ struct MailRow: Sendable {
 extension LicenseView {
     /// How a license's seats read on its page. A floating seat counts while its deadline is ahead:
     /// one whose device went silent is not held, even before the sweep frees it.
-    static func seats(keyType: KeyType?, instances: [Instance], now: Int64) -> String {
-        guard let keyType else { return "\(instances.filter(\.active).count) active" }
+    static func seats(keyType: KeyType?, limit override: Int? = nil, instances: [Instance], now: Int64) -> String {
+        guard var keyType else { return "\(instances.filter(\.active).count) active" }
+        if let override { keyType.activationLimit = override }
         let overage = keyType.overagePercent > 0 ? " (\(keyType.overagePercent) % overage allowed)" : ""
         if keyType.floating {
             let held = instances.filter { $0.active && ($0.seatExpiresAt ?? .max) > now }.count
@@ -113,7 +116,8 @@ struct LicenseRow: Sendable {
         expired = license.isExpired(at: now)
         email = license.customerEmail
         keyTypeId = license.keyTypeId
-        expires = license.expiresAt.map(DashboardFormat.time) ?? "never"
+        // Undated until its first activation: not a lifetime license.
+        expires = license.startsOnActivation ? "starts on first activation" : license.expiresAt.map(DashboardFormat.time) ?? "never"
         activeInstances = license.activeInstances
         created = DashboardFormat.time(license.createdAt)
         source = license.paymentSource.map { source in

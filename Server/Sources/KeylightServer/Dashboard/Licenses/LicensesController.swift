@@ -70,6 +70,32 @@ struct LicensesController: Sendable {
             view.chrome.flash = "New key minted; the old key no longer works."
             return pages.page("license", view)
         }
+        license.post("/edit", form: LicenseEditForm.self) { form, _, context -> Response in
+            let (tenantId, productId) = ProductsController.ids(context)
+            let id = try context.parameters.require("id")
+            let current = try await admin.license(tenantId: tenantId, productId: productId, id: id)
+            let edit = try form.edit(of: current, metadata: try await admin.licenseMetadata(id))
+            guard !edit.isEmpty else {
+                pages.flash(context, "Nothing changed.")
+                return .redirect(to: Self.licensePage(context))
+            }
+            let license = try await admin.editLicense(tenantId: tenantId, productId: productId, id: id, edit, actor: try context.requireUser().actor)
+            let keyType = try await admin.keyType(tenantId: tenantId, productId: productId, id: license.keyTypeId)
+            let limit = license.activationLimitOverride ?? keyType?.activationLimit ?? 0
+            pages.flash(context, license.activeInstances > limit
+                ? "License saved. \(license.activeInstances) devices are in use, over the new limit of \(limit): none was freed, and new activations are refused until fewer than \(limit) are in use."
+                : "License saved.")
+            return .redirect(to: Self.licensePage(context))
+        }
+        license.post("/renew", form: LicenseRenewForm.self) { form, _, context -> Response in
+            let (tenantId, productId) = ProductsController.ids(context)
+            var edit = LicenseEdit()
+            edit.renewal = try form.renewal()
+            let license = try await admin.editLicense(tenantId: tenantId, productId: productId, id: try context.parameters.require("id"), edit, actor: try context.requireUser().actor)
+            let date = edit.renewal?.field == .updatesUntil ? license.updatesUntil : license.expiresAt
+            pages.flash(context, "Renewed: \(edit.renewal?.field == .updatesUntil ? "updates until" : "expires") \(date.map(DashboardFormat.day) ?? "never").")
+            return .redirect(to: Self.licensePage(context))
+        }
         license.post("/email", form: ResendForm.self) { form, _, context -> Response in
             let (tenantId, productId) = ProductsController.ids(context)
             let (_, to) = try await admin.resendEmail(
@@ -137,7 +163,9 @@ struct LicensesController: Sendable {
         let product = try await admin.requireProduct(tenantId: tenantId, productId: productId)
         let license = try await admin.license(tenantId: tenantId, productId: productId, id: id)
         let instances = try await admin.instances(licenseId: license.id)
-        let keyType = try await admin.keyType(tenantId: tenantId, productId: productId, id: license.keyTypeId)
+        let keyTypes = try await admin.keyTypes(tenantId: tenantId, productId: productId)
+        let keyType = keyTypes.first { $0.id == license.keyTypeId }
+        let metadata = try await admin.licenseMetadata(license.id)
         let now = admin.clock.unixSeconds
         var row = LicenseRow(license, now: now)
         if license.paymentSource == "appstore", let origin = try await admin.appStoreOrigin(tenantId: tenantId, licenseId: license.id) {
@@ -149,7 +177,8 @@ struct LicensesController: Sendable {
             instances: instances.map(InstanceRow.init),
             newKey: newKey, newKeyQR: try newKey.map { qr.svg(try QRCode(text: $0, errorCorrection: .medium)) },
             canRevoke: license.status != .revoked, canSuspend: license.status == .active, canReinstate: license.status != .active,
-            seats: LicenseView.seats(keyType: keyType, instances: instances, now: now),
+            seats: LicenseView.seats(keyType: keyType, limit: license.activationLimitOverride, instances: instances, now: now),
+            edit: LicenseEditView(license: license, keyType: keyType, keyTypes: keyTypes, metadata: metadata),
             updates: license.updatesUntil.map { "until " + DashboardFormat.day($0) },
             canMail: admin.mailBuyers, keyRecoverable: try await admin.keyRecoverable(licenseId: license.id),
             mails: try await admin.mails(licenseId: license.id).map(MailRow.init)
