@@ -237,6 +237,17 @@ struct AdminRoutes {
             )
             return try JSONBody.response(KeyTypeBody(keyType))
         }
+        admin.put("/tenants/:tenant/products/:product/key-types/:id/offers", body: KeyTypeOffersRequest.self) { body, _, context in
+            try JSONBody.response(try await service.setOffers(
+                tenantId: try context.parameters.require("tenant"), productId: try context.parameters.require("product"),
+                keyTypeId: try context.parameters.require("id"), body, actor: actor
+            ))
+        }
+        admin.get("/tenants/:tenant/products/:product/key-types/:id/offers") { _, context in
+            try JSONBody.response(try await service.offers(
+                tenantId: try context.parameters.require("tenant"), productId: try context.parameters.require("product"), keyTypeId: try context.parameters.require("id")
+            ))
+        }
         admin.post("/tenants/:tenant/checkout-key") { _, context in
             let key = try await service.rotateCheckoutKey(tenantId: try context.parameters.require("tenant"), actor: actor)
             return try JSONBody.response(["checkout_key": key], status: .created)

@@ -85,6 +85,9 @@ public struct KeyType: Codable, Sendable, Hashable {
     /// When a minted license's dates start: at purchase (nil, the default) or at its first
     /// activation (gift, bundle and reseller keys).
     public var expiresFrom: ExpiresFrom? = nil
+    /// A paid upgrade to this key type starts a new updates window (its `updates_days` from the
+    /// upgrade) instead of keeping the license's; nil or false: keeps it.
+    public var upgradeRestartsUpdates: Bool? = nil
 
     /// When a license's `duration_days` and `updates_days` start counting.
     public enum ExpiresFrom: String, Codable, Sendable, CaseIterable {
@@ -120,7 +123,7 @@ public struct KeyType: Codable, Sendable, Hashable {
         case stripePriceId = "stripe_price_id", stripeMode = "stripe_mode", offlineLeaseDays = "offline_lease_days"
         case floating, heartbeatSeconds = "heartbeat_seconds", overagePercent = "overage_percent", updatesDays = "updates_days"
         case paddlePriceId = "paddle_price_id", lemonSqueezyVariantId = "lemonsqueezy_variant_id", polarProductId = "polar_product_id"
-        case appStoreProductId = "appstore_product_id", expiresFrom = "expires_from"
+        case appStoreProductId = "appstore_product_id", expiresFrom = "expires_from", upgradeRestartsUpdates = "upgrade_restarts_updates"
     }
 }
 

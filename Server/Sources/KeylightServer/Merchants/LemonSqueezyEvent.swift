@@ -23,7 +23,12 @@ enum LemonSqueezyEvent {
         let data = json["data"]
         let attributes = data["attributes"]
         let testMode = attributes["test_mode"].bool ?? json["meta"]["test_mode"].bool ?? false
-        let action: MerchantAction = testMode && !acceptTestMode ? .ignored(.testMode) : Self.action(type: type, data: data, attributes: attributes)
+        var action: MerchantAction = testMode && !acceptTestMode ? .ignored(.testMode) : Self.action(type: type, data: data, attributes: attributes)
+        // Checkout custom data (`checkout[custom][keylight_license_id]`) comes back in `meta.custom_data`.
+        if case .purchase(var purchase) = action {
+            purchase.licenseId = PaidChangeLedger.licenseId(json["meta"]["custom_data"]["keylight_license_id"].string)
+            action = .purchase(purchase)
+        }
         return MerchantEvent(id: deliveryId(of: body), type: type, action: action)
     }
 

@@ -41,6 +41,9 @@ struct MerchantPurchase: Sendable, Equatable {
     var subscriptionId: String?
     /// The end of the period this payment covers, for a subscription.
     var paidThrough: Int64?
+    /// The license an upgrade, renewal or seats checkout was started for (`keylight_license_id`
+    /// in the provider's custom data): the payment changes it instead of minting.
+    var licenseId: String? = nil
 }
 
 struct MerchantSubscriptionUpdate: Sendable, Equatable {

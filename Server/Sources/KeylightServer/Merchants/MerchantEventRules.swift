@@ -31,6 +31,7 @@ struct MerchantEventRules {
 
     /// One license per quantity of each mapped item, once per order, for money received.
     private func mint(_ purchase: MerchantPurchase) async throws -> MerchantOutcome {
+        if let licenseId = purchase.licenseId { return try await change(licenseId, purchase) }
         // A payment for a subscription that has its licenses already is a renewal, whatever the
         // event calls it: a subscription mints once.
         if let subscription = purchase.subscriptionId, try await ledger.subscriptions.hasLicenses(subscription) {
@@ -99,6 +100,8 @@ struct MerchantEventRules {
     /// back (the subscription's licenses expire now; a later paid renewal extends them again).
     private func refund(_ orderId: String, full: Bool, reason: String) async throws -> MerchantOutcome {
         guard full else { return .partialRefund }
+        // A paid upgrade, renewal or seats taken back: set back, the license kept.
+        if try await ledger.paidChanges.undo(orderId: orderId, reason: reason) { return .undone }
         let prior = try await ledger.recordRefund(orderId)
         if prior.status == "renewal", let subscription = prior.subscriptionId { return try await expireNow(subscription) }
         return try await ledger.revoke(order: orderId, reason: reason) ? .revoked : .noLicense
@@ -107,6 +110,19 @@ struct MerchantEventRules {
     private func expireNow(_ subscription: String) async throws -> MerchantOutcome {
         if try await !ledger.subscriptions.expireLicenses(subscription, at: now).isEmpty { return .expired }
         return try await ledger.subscriptions.hasLicenses(subscription) ? .stale : .noLicense
+    }
+
+    /// A payment for a license already sold: the first item's price names the offer, once per order.
+    private func change(_ licenseId: String, _ purchase: MerchantPurchase) async throws -> MerchantOutcome {
+        guard let item = purchase.items.first(where: { $0.quantity > 0 }) else { return .noOffer }
+        return switch try await ledger.paidChanges.apply(orderId: purchase.orderId, paymentRef: nil, licenseId: licenseId, priceRef: item.mappingId, quantity: item.quantity) {
+        case .applied: .applied
+        case .alreadyApplied: .alreadyApplied
+        case .refunded: .refunded
+        case .noLicense: .noLicense
+        case .noOffer: .noOffer
+        case .refused: .notApplicable
+        }
     }
 
     // MARK: Subscriptions

@@ -19,6 +19,15 @@ enum MerchantOutcome: String, Sendable, CaseIterable {
     case testMode = "test_mode"
     /// Not paid (yet): a status Keylight does not mint on.
     case unpaid
+    /// A checkout for an existing license (an upgrade, a renewal, seats) changed it.
+    case applied
+    case alreadyApplied = "already_applied"
+    /// A refund set back what a paid change did.
+    case undone
+    /// The order names a price no key type offers its license.
+    case noOffer = "no_offer"
+    /// The offer does not apply to the license as it is (a renewal of a license that never ends).
+    case notApplicable = "not_applicable"
 
     /// Outcomes kept (sealed) so they can be applied again once the catalogue changes.
     var isRetryable: Bool { self == .unmapped }

@@ -42,7 +42,8 @@ enum PaddleEvent {
             }
             return .purchase(MerchantPurchase(
                 orderId: transaction, items: items, email: data["custom_data"]["email"].string,
-                customerId: data["customer_id"].id, subscriptionId: subscription, paidThrough: paidThrough
+                customerId: data["customer_id"].id, subscriptionId: subscription, paidThrough: paidThrough,
+                licenseId: PaidChangeLedger.licenseId(data["custom_data"]["keylight_license_id"].string)
             ))
         case "adjustment.created", "adjustment.updated":
             guard let action = data["action"].string, action == "refund" || action == "chargeback" else { return .ignored(.ignored) }

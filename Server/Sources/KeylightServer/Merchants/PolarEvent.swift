@@ -28,7 +28,8 @@ enum PolarEvent {
             guard let product = data["product_id"].id ?? data["product"]["id"].id else { return .ignored(.ignored) }
             return .purchase(MerchantPurchase(
                 orderId: order, items: [.init(mappingId: product, quantity: 1)], email: data["customer"]["email"].string,
-                customerId: data["customer_id"].id, subscriptionId: subscription, paidThrough: paidThrough
+                customerId: data["customer_id"].id, subscriptionId: subscription, paidThrough: paidThrough,
+                licenseId: PaidChangeLedger.licenseId(data["metadata"]["keylight_license_id"].string)
             ))
         case "order.refunded":
             guard let order = data["id"].id else { return .ignored(.ignored) }

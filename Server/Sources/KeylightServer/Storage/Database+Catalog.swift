@@ -107,7 +107,7 @@ extension Database {
 
     // MARK: Key types
 
-    static let keyTypeColumns: SQLQueryString = "tenant_id, product_id, id, display_name, activation_limit, duration_days, fallback_access, lease_ttl_seconds, entitlements, created_at, stripe_price_id, stripe_mode, offline_lease_days, floating, heartbeat_seconds, overage_percent, updates_days, paddle_price_id, lemonsqueezy_variant_id, polar_product_id, appstore_product_id, expires_from"
+    static let keyTypeColumns: SQLQueryString = "tenant_id, product_id, id, display_name, activation_limit, duration_days, fallback_access, lease_ttl_seconds, entitlements, created_at, stripe_price_id, stripe_mode, offline_lease_days, floating, heartbeat_seconds, overage_percent, updates_days, paddle_price_id, lemonsqueezy_variant_id, polar_product_id, appstore_product_id, expires_from, upgrade_restarts_updates"
 
     /// Inserts a key type; false when the id is taken within its product.
     func insertKeyType(_ keyType: KeyType, actor: AuditActor) async throws -> Bool {
@@ -119,7 +119,7 @@ extension Database {
                     \(bind: keyType.leaseTtlSeconds), \(bind: keyType.entitlements), \(bind: keyType.createdAt),
                     \(bind: keyType.stripePriceId), \(bind: keyType.stripeMode), \(bind: keyType.offlineLeaseDays),
                     \(bind: keyType.floating), \(bind: keyType.heartbeatSeconds), \(bind: keyType.overagePercent), \(bind: keyType.updatesDays),
-                    \(bind: keyType.paddlePriceId), \(bind: keyType.lemonSqueezyVariantId), \(bind: keyType.polarProductId), \(bind: keyType.appStoreProductId), \(bind: keyType.expiresFrom?.rawValue))
+                    \(bind: keyType.paddlePriceId), \(bind: keyType.lemonSqueezyVariantId), \(bind: keyType.polarProductId), \(bind: keyType.appStoreProductId), \(bind: keyType.expiresFrom?.rawValue), \(bind: keyType.upgradeRestartsUpdates))
                 ON CONFLICT DO NOTHING RETURNING id
                 """).first()
             guard inserted != nil else { return false }

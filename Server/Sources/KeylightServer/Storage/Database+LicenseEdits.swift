@@ -24,13 +24,16 @@ extension Database {
         let lock = SQLQueryString(capabilities.rowLockClause.map { " \($0)" } ?? "")
         return try await write { db in
             guard let bulkJob else {
-                return try await Self.editLicense(db, tenantId: tenantId, productId: productId, id: id, edit: edit, keyTypes: keyTypes, now: now, actor: actor, lock: lock, outbox: outbox, bulkJob: nil)
+                return try await Self.editLicense(db, tenantId: tenantId, productId: productId, id: id, edit: edit, keyTypes: keyTypes, now: now, actor: actor, lock: lock, outbox: outbox)
             }
             guard try await db.raw("""
                 UPDATE bulk_job_items SET applied_at = \(bind: now)
                 WHERE job_id = \(bind: bulkJob) AND license_id = \(bind: id) AND applied_at IS NULL RETURNING license_id
                 """).first() != nil else { return .alreadyApplied }
-            let result = try await Self.editLicense(db, tenantId: tenantId, productId: productId, id: id, edit: edit, keyTypes: keyTypes, now: now, actor: actor, lock: lock, outbox: outbox, bulkJob: bulkJob)
+            let result = try await Self.editLicense(
+                db, tenantId: tenantId, productId: productId, id: id, edit: edit, keyTypes: keyTypes, now: now, actor: actor, lock: lock, outbox: outbox,
+                details: ["bulk_job": bulkJob]
+            )
             let outcome = switch result {
             case .notFound, .alreadyApplied: "gone"
             case .refused(let refusal): refusal.code
@@ -41,9 +44,12 @@ extension Database {
         }
     }
 
-    private static func editLicense(
+    /// ``editLicense(tenantId:productId:id:edit:keyTypes:now:actor:bulkJob:)`` inside a transaction
+    /// already open (a payment's event applies its change in the transaction that records it);
+    /// `details` are added to the audit entry.
+    static func editLicense(
         _ db: any SQLDatabase, tenantId: String, productId: String, id: String, edit: LicenseEdit, keyTypes: LicenseEdit.KeyTypes,
-        now: Int64, actor: AuditActor, lock: SQLQueryString, outbox: WebhookOutbox?, bulkJob: String?
+        now: Int64, actor: AuditActor, lock: SQLQueryString, outbox: WebhookOutbox?, details extra: [String: String] = [:]
     ) async throws -> LicenseEditResult {
         guard let old = try await db.raw("""
             SELECT \(Self.licenseColumns) FROM licenses
@@ -75,7 +81,7 @@ extension Database {
             }
         }
         var details = outcome.changes.mapValues { "\($0[0]) -> \($0[1])" }
-        if let bulkJob { details["bulk_job"] = bulkJob }
+        details.merge(extra) { $1 }
         try await record(
             ChangeLog(tenantId: tenantId, now: now).licenseEdited(license, changes: outcome.changes, renewed: outcome.renewed, actor: actor, details: details),
             on: db, outbox: outbox

@@ -93,6 +93,7 @@ extension Database {
         retriedBy: AuditActor? = nil, apply: @escaping @Sendable (MerchantLedger) async throws -> MerchantOutcome
     ) async throws -> MerchantOutcome {
         let (outbox, orderLock) = (self.outbox, lockRows(of: "merchant_orders"))
+        let rowLock = SQLQueryString(capabilities.rowLockClause.map { " \($0)" } ?? "")
         return try await write { db in
             let fresh = try await db.raw("""
                 INSERT INTO merchant_events (tenant_id, provider, id, type, outcome, occurred_at, attempts, sealed_event, received_at, updated_at)
@@ -108,7 +109,9 @@ extension Database {
                     """).first()
                 guard retry != nil else { return .duplicate }
             }
-            let outcome = try await apply(MerchantLedger(db: db, tenantId: tenantId, provider: provider, now: now, eventId: event.id, outbox: outbox, orderLock: orderLock))
+            let outcome = try await apply(MerchantLedger(
+                db: db, tenantId: tenantId, provider: provider, now: now, eventId: event.id, outbox: outbox, orderLock: orderLock, rowLock: rowLock
+            ))
             try await db.raw("""
                 UPDATE merchant_events SET outcome = \(bind: outcome.rawValue), sealed_event = \(bind: outcome.isRetryable ? try sealEvent() : nil), updated_at = \(bind: now)
                 WHERE tenant_id = \(bind: tenantId) AND provider = \(bind: provider.rawValue) AND id = \(bind: event.id)

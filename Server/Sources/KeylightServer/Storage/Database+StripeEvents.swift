@@ -15,6 +15,7 @@ extension Database {
         apply: @escaping @Sendable (StripeLedger) async throws -> StripeOutcome
     ) async throws -> StripeOutcome {
         let outbox = self.outbox
+        let rowLock = SQLQueryString(capabilities.rowLockClause.map { " \($0)" } ?? "")
         return try await write { db in
             let fresh = try await db.raw("""
                 INSERT INTO stripe_events (tenant_id, id, type, outcome, event_created, attempts, sealed_event, received_at, updated_at)
@@ -31,7 +32,7 @@ extension Database {
                     """).first()
                 guard retry != nil else { return .duplicate }
             }
-            let outcome = try await apply(StripeLedger(db: db, tenantId: tenantId, now: now, eventId: event.id, outbox: outbox))
+            let outcome = try await apply(StripeLedger(db: db, tenantId: tenantId, now: now, eventId: event.id, outbox: outbox, rowLock: rowLock))
             try await db.raw("""
                 UPDATE stripe_events SET outcome = \(bind: outcome.rawValue), sealed_event = \(bind: outcome.isRetryable ? try sealEvent() : nil), updated_at = \(bind: now)
                 WHERE tenant_id = \(bind: tenantId) AND id = \(bind: event.id)

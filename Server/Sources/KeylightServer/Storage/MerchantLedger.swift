@@ -18,6 +18,8 @@ struct MerchantLedger: Sendable {
     /// ` FOR UPDATE OF merchant_orders` where the database locks rows (PostgreSQL); empty on SQLite,
     /// whose writers are serialised whole.
     var orderLock: SQLQueryString = ""
+    /// ` FOR UPDATE` where the database locks rows: a paid change locks the license it changes.
+    var rowLock: SQLQueryString = ""
     var actor: AuditActor { provider.actor }
     /// Where the audit entries and outbound events of this event's changes go.
     var changeLog: ChangeLog { ChangeLog(tenantId: tenantId, now: now) }
@@ -25,6 +27,11 @@ struct MerchantLedger: Sendable {
     /// Writes `entry` in this event's transaction.
     func record(_ entry: ChangeLog.Entry) async throws {
         try await Database.record(entry, on: db, outbox: outbox)
+    }
+
+    /// Paid changes to licenses already sold (upgrades, renewals, seats), in this event's transaction.
+    var paidChanges: PaidChangeLedger {
+        PaidChangeLedger(db: db, tenantId: tenantId, provider: KeyTypeOffer.Provider(provider), now: now, eventId: eventId, outbox: outbox, actor: actor, lock: rowLock)
     }
 
     // MARK: Catalogue

@@ -13,6 +13,13 @@ struct StripeLedger: Sendable {
     let eventId: String
     let outbox: WebhookOutbox?
     let actor = AuditActor("stripe")
+    /// ` FOR UPDATE` where the database locks rows: a paid change locks the license it changes.
+    var rowLock: SQLQueryString = ""
+
+    /// Paid changes to licenses already sold (upgrades, renewals, seats), in this event's transaction.
+    var paidChanges: PaidChangeLedger {
+        PaidChangeLedger(db: db, tenantId: tenantId, provider: .stripe, now: now, eventId: eventId, outbox: outbox, actor: actor, lock: rowLock)
+    }
     /// Where the audit entries and outbound events of this event's changes go.
     var changeLog: ChangeLog { ChangeLog(tenantId: tenantId, now: now) }
 

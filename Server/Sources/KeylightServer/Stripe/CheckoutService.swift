@@ -10,6 +10,13 @@ struct CheckoutRequest: Decodable {
     var success_url: String?
     var cancel_url: String?
     var customer_email: String?
+    /// A checkout for a license already sold (issue 49), exactly one of: an upgrade of that license
+    /// to `key_type_id`, a renewal, or `quantity` extra seats. It sells the license's key type's
+    /// offer, and its payment changes the license (`keylight_license_id` in the session's metadata).
+    var upgrade_from: String?
+    var renew: String?
+    var seats: String?
+    var quantity: Int?
 }
 
 /// Creates Stripe Checkout Sessions whose completion mints a license (protocol section 5): the
@@ -33,7 +40,8 @@ struct CheckoutService: Sendable {
 
     func createSession(tenantId: String, _ body: CheckoutRequest, idempotencyKey: String?) async throws -> StripeCheckoutSession {
         let productId = try Field.pathId(body.product_id, "product_id")
-        let keyTypeId = try Field.pathId(body.key_type_id, "key_type_id")
+        let licenseChange = try await licenseCheckout(tenantId: tenantId, productId: productId, body)
+        let keyTypeId = try licenseChange?.license.keyTypeId ?? Field.pathId(body.key_type_id, "key_type_id")
         let successURL = Self.withSessionPlaceholder(try Self.redirectURL(body.success_url, "success_url"))
         let cancelURL = try Self.redirectURL(body.cancel_url, "cancel_url")
         let email = try Field.email(body.customer_email)
@@ -43,7 +51,7 @@ struct CheckoutService: Sendable {
         guard let keyType = try await database.keyType(tenantId: tenantId, productId: productId, id: keyTypeId) else {
             throw APIError.notFound("Key type")
         }
-        guard let priceId = keyType.stripePriceId else {
+        guard let priceId = licenseChange?.offer.priceRef ?? keyType.stripePriceId else {
             throw APIError.conflict("Key type \(keyTypeId) has no Stripe price; set stripe_price_id first.")
         }
         guard let settings = try await database.stripeSettings(tenantId: tenantId), let sealedKey = settings.sealedSecretKey else {
@@ -51,15 +59,22 @@ struct CheckoutService: Sendable {
         }
         let secretKey = String(decoding: try sealer.open(sealedKey, context: StripeSealing.secretKey(tenantId: tenantId)), as: UTF8.self)
 
-        let mode = keyType.stripeMode ?? "payment"
+        // A change to a license is paid once: never a subscription.
+        let mode = licenseChange == nil ? keyType.stripeMode ?? "payment" : "payment"
         var form: [(String, String)] = [
             ("mode", mode),
             ("line_items[0][price]", priceId),
-            ("line_items[0][quantity]", "1"),
+            ("line_items[0][quantity]", "\(licenseChange?.quantity ?? 1)"),
             ("success_url", successURL),
             ("cancel_url", cancelURL),
         ]
-        let metadata = [("tenant_id", tenantId), ("product_id", productId), ("key_type_id", keyTypeId)]
+        var metadata = [("tenant_id", tenantId), ("product_id", productId), ("key_type_id", keyTypeId)]
+        if let licenseChange {
+            metadata += [
+                ("keylight_license_id", licenseChange.license.id), ("keylight_price_id", priceId),
+                ("keylight_action", licenseChange.offer.kind.rawValue), ("keylight_quantity", "\(licenseChange.quantity)"),
+            ]
+        }
         form += metadata.map { ("metadata[\($0.0)]", $0.1) }
         if mode == "subscription" {
             // Copied onto the subscription, so its later events can be traced to the product.
@@ -82,6 +97,30 @@ struct CheckoutService: Sendable {
             try await database.recordCheckoutSession(tenantId: tenantId, id: session.id, successOrigin: Self.origin(of: successURL), now: clock.unixSeconds)
         }
         return session
+    }
+
+    /// The license and offer a checkout for a license already sold is for; nil for a new purchase.
+    func licenseCheckout(tenantId: String, productId: String, _ body: CheckoutRequest) async throws -> (license: License, offer: KeyTypeOffer, quantity: Int)? {
+        let named = [("upgrade_from", body.upgrade_from, KeyTypeOffer.Kind.upgrade), ("renew", body.renew, .renewal), ("seats", body.seats, .seats)]
+            .compactMap { name, id, kind in id.map { (name, $0, kind) } }
+        guard let (field, id, kind) = named.first else {
+            guard body.quantity == nil else { throw APIError.invalidRequest("Field quantity is for seats only.") }
+            return nil
+        }
+        guard named.count == 1 else { throw APIError.invalidRequest("Send one of upgrade_from, renew and seats.") }
+        guard let licenseId = PaidChangeLedger.licenseId(id), let license = try await database.license(tenantId: tenantId, productId: productId, id: licenseId) else {
+            throw APIError.notFound("License")
+        }
+        guard license.status == .active else { throw APIError.conflict("The license is \(license.status.rawValue): it cannot be upgraded or renewed.") }
+        let target = kind == .upgrade ? try Field.pathId(body.key_type_id, "key_type_id") : ""
+        if kind != .upgrade, body.key_type_id != nil { throw APIError.invalidRequest("Field key_type_id names an upgrade's key type; \(field) takes none.") }
+        let quantity = kind == .seats ? try Field.integer(body.quantity ?? 1, "quantity", in: 1...1_000) : 1
+        if kind != .seats, body.quantity != nil { throw APIError.invalidRequest("Field quantity is for seats only.") }
+        guard let offer = try await database.offers(tenantId: tenantId, productId: productId, keyTypeId: license.keyTypeId)
+            .first(where: { $0.kind == kind && $0.targetKeyTypeId == target && $0.provider == .stripe }) else {
+            throw APIError.conflict("Key type \(license.keyTypeId) offers no Stripe price for this \(kind == .upgrade ? "upgrade to \(target)" : kind.rawValue).")
+        }
+        return (license, offer, quantity)
     }
 
     /// The key of a paid session, once, within `pickupWindow` of minting.

@@ -23,6 +23,8 @@ struct StripeEventRules {
             return try await paymentFailed()
         case "charge.refunded", "charge.dispute.created":
             guard let paymentIntent = object.paymentIntent else { return .noLicense }
+            // A paid upgrade, renewal or seats taken back: set back, the license kept.
+            if try await ledger.paidChanges.undo(paymentRef: paymentIntent, reason: event.type) { return .undone }
             return try await ledger.revoke(.paymentIntent(paymentIntent), reason: event.type) ? .revoked : .noLicense
         case "customer.subscription.deleted":
             return try await subscriptionEnded()
@@ -54,6 +56,21 @@ struct StripeEventRules {
         guard isForThisTenant, let sessionId = Self.storable(object.id) else { return .ignored }
         try await ledger.recordSession(sessionId, successOrigin: object.successOrigin, paymentStatus: object.paymentStatus)
         guard paid else { return .awaitingPayment }
+        if let named = object.metadata?["keylight_license_id"] {
+            // A checkout for a license already sold: it changes that license, and never mints.
+            guard let licenseId = PaidChangeLedger.licenseId(named), let price = Self.storable(object.metadata?["keylight_price_id"]) else { return .noLicense }
+            let quantity = object.metadata?["keylight_quantity"].flatMap { Int($0) } ?? 1
+            return switch try await ledger.paidChanges.apply(
+                orderId: sessionId, paymentRef: Self.storable(object.paymentIntent), licenseId: licenseId, priceRef: price, quantity: quantity
+            ) {
+            case .applied: .applied
+            case .alreadyApplied: .alreadyApplied
+            case .refunded: .refunded
+            case .noLicense: .noLicense
+            case .noOffer: .noOffer
+            case .refused: .notApplicable
+            }
+        }
         return try await mint(sessionId: sessionId)
     }
 
