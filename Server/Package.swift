@@ -78,7 +78,7 @@ let package = Package(
                 .embedInCode("Dashboard/Account/login.mustache"),
                 .embedInCode("Dashboard/Tenants/home.mustache"), .embedInCode("Dashboard/Tenants/tenant.mustache"),
                 .embedInCode("Dashboard/Products/product.mustache"), .embedInCode("Dashboard/Insights/insights.mustache"),
-                .embedInCode("Dashboard/Licenses/licenses.mustache"), .embedInCode("Dashboard/Licenses/license.mustache"),
+                .embedInCode("Dashboard/Licenses/licenses.mustache"), .embedInCode("Portal/account.mustache"), .embedInCode("Dashboard/Licenses/license.mustache"),
                 .embedInCode("Dashboard/SigningKeys/signing_keys.mustache"),
                 .embedInCode("Dashboard/Audit/audit.mustache"), .embedInCode("Dashboard/Merchants/merchant.mustache"),
                 .embedInCode("Dashboard/Mail/mail_settings.mustache"), .embedInCode("Dashboard/Mail/mail_preview.mustache"),

@@ -46,11 +46,13 @@ import Testing
     /// Runs `body` against a server whose Stripe API is a local recording server answering `answer`.
     static func withStripe(
         answer: @escaping @Sendable (RecordingServer.Recorded, Int) -> RecordingServer.Answer = { _, _ in .init(200, session) },
+        publicURL: String? = nil,
         _ body: @escaping @Sendable (Client, RecordingServer) async throws -> Void
     ) async throws {
         let stripe = try await RecordingServer(respond: answer)
         var harness = Harness()
         harness.configuration.stripeAPIBaseURL = stripe.url
+        harness.configuration.publicURL = publicURL
         do {
             try await harness.run { client in try await body(client, stripe) }
         } catch {

@@ -70,6 +70,7 @@ final class AdminService: Sendable {
     func createProduct(tenantId: String, _ body: CreateProductRequest, actor: AuditActor) async throws -> (Product, sdkKey: String) {
         _ = try await requireTenant(tenantId)
         let id = try Field.pathId(body.id, "id")
+        guard !TenantPath.reservedProductIds.contains(id) else { throw APIError.invalidRequest("Product id \(id) is reserved by the server.") }
         let name = try Field.required(body.name, "name", max: 200)
         let prefix = try Field.required(body.key_prefix, "key_prefix", max: LicenseKey.prefixLengths.upperBound)
         guard LicenseKey.isValidPrefix(prefix) else { throw APIError.invalidRequest("Field key_prefix must be 2-8 upper-case letters or digits.") }

@@ -195,6 +195,7 @@ func assemble(
                 _ = try? await database.purgeKeptStripeEvents(receivedBefore: clock.unixSeconds - WebhookDispatcher.payloadRetentionDays * 86_400)
                 _ = try? await database.purgeKeptMerchantEvents(receivedBefore: clock.unixSeconds - WebhookDispatcher.payloadRetentionDays * 86_400)
                 _ = try? await database.purgeLostKeyMails(finishedBefore: clock.unixSeconds - MailService.lostKeyRetentionDays * 86_400)
+                _ = try? await database.purgeSignInLinks(expiredBefore: clock.unixSeconds - 86_400)
                 _ = try? await database.purgeIdempotencyKeys(now: clock.unixSeconds)
             }),
         ],
@@ -241,6 +242,10 @@ func buildRouter(
     // The customer portal: the dashboard's template engine and stylesheet, the SDK API's service.
     PortalRoutes(
         licensing: licensing, admin: admin, renderer: dashboard.pages.renderer, secureCookies: dashboard.secureCookies, limits: limits,
+        lostKeyLimits: lostKeyLimits, logger: dashboard.logger
+    ).register(on: router)
+    AccountRoutes(
+        licensing: licensing, admin: admin, checkout: checkout, renderer: dashboard.pages.renderer, secureCookies: dashboard.secureCookies, limits: limits,
         lostKeyLimits: lostKeyLimits, logger: dashboard.logger
     ).register(on: router)
     router.addMethodNotAllowedAnswers()

@@ -138,6 +138,12 @@ struct ChangeLog: Sendable {
         audited(licenseId, "license.email", actor, ["kind": kind])
     }
 
+    /// A bulk job was started on `productId`'s licenses (`license.bulk`); each license it changes
+    /// is audited on its own as it is changed.
+    func bulkJobStarted(productId: String, actor: AuditActor, details: [String: String]) -> Entry {
+        audited(productId, "license.bulk", actor, details)
+    }
+
     /// Licenses were imported into `productId`, `count` of them, audited once (`license.import`).
     func licensesImported(productId: String, count: Int, actor: AuditActor) -> Entry {
         audited(productId, "license.import", actor, ["count": "\(count)"])

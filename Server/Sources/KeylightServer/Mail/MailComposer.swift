@@ -49,6 +49,15 @@ struct MailComposer: Sendable {
             subject = try MailTemplates.render(MailTemplates.lostSubject, context, html: false)
             text = try MailTemplates.render(MailTemplates.lostText, context, html: false)
             html = try MailTemplates.render(MailTemplates.lostHTML, context, html: true)
+        case .accountLink:
+            guard let publicURL else { throw Unsendable(description: "sign-in links need --public-url") }
+            guard !(try await database.accountLicenses(tenantId: job.tenantId, email: job.toAddress, limit: 1)).isEmpty,
+                  let sealed = try await database.signInLinkToken(tenantId: job.tenantId, email: job.toAddress, now: now) else { throw NothingToSend() }
+            let token = String(decoding: try sealer.open(sealed, context: AccountSignIn.sealContext(tenantId: job.tenantId, email: job.toAddress)), as: UTF8.self)
+            context["sign_in_url"] = "\(publicURL)/portal/\(job.tenantId)/account/sign-in?token=\(token)"
+            subject = try MailTemplates.render(MailTemplates.accountSubject, context, html: false)
+            text = try MailTemplates.render(MailTemplates.accountText, context, html: false)
+            html = try MailTemplates.render(MailTemplates.accountHTML, context, html: true)
         }
         return MailMessage(
             from: sender, to: to, replyTo: replyTo, subject: subject, text: text, html: html,

@@ -8,6 +8,8 @@ public struct MailJob: Codable, Sendable, Hashable {
         case license
         /// Every license of the tenant under an address ("Lost your key?" in the portal).
         case lostKeys = "lost_keys"
+        /// A sign-in link to the buyer's account in the portal (15 minutes, used once).
+        case accountLink = "account_link"
     }
 
     public enum Status: String, Codable, Sendable {

@@ -190,6 +190,7 @@ struct PortalRoutes: Sendable {
                           lastSeen: DashboardFormat.time($0.lastSeenAt), offline: $0.isOffline)
                 }
             )
+            view.license?.full = instances.count >= grant.activationLimit
         }
         return renderer.page("portal", view, status: status)
     }

@@ -18,7 +18,8 @@ struct PortalView: Sendable {
         var inUse: Int
         var limit: Int
         var devices: [DeviceRow]
-        var full: Bool { inUse >= limit }
+        /// Every slot in use. Stored, not computed: the template engine reads stored properties only.
+        var full = false
     }
 
     struct DeviceRow: Sendable {

@@ -287,7 +287,10 @@ enum TenantPath {
     static let reserved: Set<String> = ["admin", "api", "dashboard", "stripe", "healthz", "metrics", ".well-known", "portal"]
     /// Refused for new tenants too: first path segments added later (the merchants' webhooks).
     /// A tenant made before keeps working; only its product named `webhook` is shadowed.
-    static let reservedForNewTenants: Set<String> = reserved.union(MerchantProvider.allCases.map(\.rawValue) + ["appstore"])
+    /// `t` is the hosted clients' upgrade link (`/t/<tenant>/license/<KEY>/upgrade`).
+    static let reservedForNewTenants: Set<String> = reserved.union(MerchantProvider.allCases.map(\.rawValue) + ["appstore", "t"])
+    /// Refused as product ids: `/portal/<tenant>/account` is the buyer's account.
+    static let reservedProductIds: Set<String> = ["account"]
 
     /// `[a-z0-9][a-z0-9_-]{0,62}`.
     static func isValidId(_ id: String) -> Bool {

@@ -51,9 +51,9 @@ extension Database {
             try await db.raw("INSERT INTO bulk_job_items (job_id, license_id) SELECT \(bind: id), id FROM licenses WHERE \(condition)").run()
             let total = try await db.raw("SELECT COUNT(*) AS n FROM bulk_job_items WHERE job_id = \(bind: id)").first(decodingColumn: "n", as: Int.self) ?? 0
             try await db.raw("UPDATE bulk_jobs SET total = \(bind: total) WHERE id = \(bind: id)").run()
-            try await Self.audit(db, at: now, actor: actor, action: "license.bulk", tenantId: tenantId, target: productId, details: [
+            try await Self.record(ChangeLog(tenantId: tenantId, now: now).bulkJobStarted(productId: productId, actor: actor, details: [
                 "job_id": id, "filter": filterJSON, "change": changeJSON, "total": "\(total)",
-            ])
+            ]), on: db, outbox: nil)
             return total
         }
     }

@@ -69,7 +69,11 @@ struct MailRow: Sendable {
 
     init(_ job: MailJob) {
         queued = DashboardFormat.time(job.createdAt)
-        kind = job.kind == .license ? "license key" : "lost-key request"
+        kind = switch job.kind {
+        case .license: "license key"
+        case .lostKeys: "lost-key request"
+        case .accountLink: "sign-in link"
+        }
         to = job.toAddress
         status = job.status.rawValue
         finished = job.finishedAt.map(DashboardFormat.time)

@@ -26,7 +26,7 @@ struct DashboardRenderer: Sendable {
         ("signing_keys", PackageResources.signing_keys_mustache), ("audit", PackageResources.audit_mustache),
         ("mail_settings", PackageResources.mail_settings_mustache), ("merchant", PackageResources.merchant_mustache), ("mail_preview", PackageResources.mail_preview_mustache),
         ("insights", PackageResources.insights_mustache),
-        ("portal_layout", PackageResources.portal_layout_mustache), ("portal", PackageResources.portal_mustache),
+        ("portal_layout", PackageResources.portal_layout_mustache), ("portal", PackageResources.portal_mustache), ("account", PackageResources.account_mustache),
     ]
 
     static func load() async throws -> DashboardRenderer {
