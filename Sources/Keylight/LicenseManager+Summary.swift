@@ -16,14 +16,27 @@ extension LicenseManager {
     /// The license's kind, as the seller names it ("Pro", "Team"), as the server last said.
     public var keyTypeName: String? { stored.licenseKey == nil ? nil : stored.keyTypeName }
 
-    /// Where this license can be upgraded or renewed: the page the server offers for it, else the
-    /// product's purchase page (``BrandingConfig/purchaseURL``). nil when there is neither.
+    /// Where this license can be upgraded or renewed: the page the server names for it, else the
+    /// server's own upgrade page for the license (`/t/<tenant>/license/<KEY>/upgrade`, which the
+    /// hosted clients open too: the server trades the key for a session and shows the buyer's
+    /// account with its upgrade, renewal and seat prices). Without a license, the product's
+    /// purchase page (``BrandingConfig/purchaseURL``); nil when there is none.
     public var upgradeURL: URL? {
-        if stored.licenseKey != nil, let text = stored.upgradeURL, let url = URL(string: text),
-           let scheme = url.scheme?.lowercased(), scheme == "https" || scheme == "http" {
+        guard let key = stored.licenseKey else { return configuration.branding?.purchaseURL }
+        if let text = stored.upgradeURL, let url = URL(string: text), let scheme = url.scheme?.lowercased(), scheme == "https" || scheme == "http" {
             return url
         }
-        return configuration.branding?.purchaseURL
+        return Self.upgradePage(server: configuration.serverURL, tenantId: configuration.tenantId, licenseKey: key) ?? configuration.branding?.purchaseURL
+    }
+
+    /// `<server>/t/<tenant>/license/<KEY>/upgrade`; nil when the key or tenant would need escaping
+    /// (a key is `A-Z 0-9 -`, a tenant `a-z 0-9 _ -`: anything else is not one the server made).
+    static func upgradePage(server: URL, tenantId: String, licenseKey: String) -> URL? {
+        let safe = { (text: String) in !text.isEmpty && text.utf8.allSatisfy { (0x30...0x39).contains($0) || (0x41...0x5A).contains($0) || (0x61...0x7A).contains($0) || $0 == 0x2D || $0 == 0x5F } }
+        guard safe(tenantId), safe(licenseKey) else { return nil }
+        var base = server.absoluteString
+        while base.hasSuffix("/") { base.removeLast() }
+        return URL(string: "\(base)/t/\(tenantId)/license/\(licenseKey)/upgrade")
     }
 
     /// Keeps what the server says beside the lease, within sane lengths (unsigned: display only).

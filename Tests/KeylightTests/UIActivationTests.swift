@@ -47,6 +47,18 @@ import Testing
         #expect(model.manager.state == .licensed)
         #expect(model.statusText == "Widget is activated. Thank you!")
         #expect(model.manager.customerEmail == "buyer@example.com" && model.manager.keyTypeName == "Pro")
+        // Licensed, the window's upgrade button opens the server's page for this license, as the hosted clients do.
+        let base = model.manager.configuration.serverURL.absoluteString
+        #expect(model.manager.upgradeURL?.absoluteString == "\(base.hasSuffix("/") ? String(base.dropLast()) : base)/t/\(model.manager.configuration.tenantId)/license/\(Fixture.key)/upgrade")
+    }
+
+    @Test func theUpgradePageIsBuiltOnlyFromIdsTheServerCouldHaveMade() {
+        let server = URL(string: "https://licenses.acme.example/")!
+        #expect(LicenseManager.upgradePage(server: server, tenantId: "acme", licenseKey: "ACME-AB12-CD34-EF56-GH78")?.absoluteString
+            == "https://licenses.acme.example/t/acme/license/ACME-AB12-CD34-EF56-GH78/upgrade")
+        #expect(LicenseManager.upgradePage(server: server, tenantId: "acme", licenseKey: "ACME/../x") == nil)
+        #expect(LicenseManager.upgradePage(server: server, tenantId: "ac me", licenseKey: "ACME-AB12") == nil)
+        #expect(LicenseManager.upgradePage(server: server, tenantId: "acme", licenseKey: "") == nil)
     }
 
     @Test func keysAreCheckedAsTheyAreTyped() async throws {
@@ -203,7 +215,8 @@ import Testing
         let model = PurchaseModel(manager: manager, strings: Self.english, timeout: 10, initialDelay: 0.01)
         #expect(model.buttonTitle == "Upgrade or renew")
         model.buy { opened.append($0) }
-        #expect(opened == [URL(string: "https://acme.example/buy")!])
+        // Licensed: the server's upgrade page for this license, not the product's purchase page.
+        #expect(opened.map(\.path) == ["/t/acme/license/\(Fixture.key)/upgrade"])
         // The store's webhook reaches the server a moment after the user comes back.
         let upgrade = Task { @MainActor in
             try await Task.sleep(nanoseconds: 30_000_000)
