@@ -59,5 +59,6 @@ import Testing
                       "Lemon Squeezy: order_created", "Polar: order.paid", "Standard Webhooks (base64) secret", "every merchant-of-record money path holds"] {
             #expect(run.output.contains(check), "missing check \(check): \(run.output)")
         }
+        #expect(run.output.contains("ok: a Paddle upgrade and seats apply once and their refunds set them back"), "\(run.output)")
     }
 }

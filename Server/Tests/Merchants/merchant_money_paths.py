@@ -414,6 +414,82 @@ def paddle_checks(shop, looked_up):
     ok("Paddle: wrong secret, stale ts and no signature are 400; two h1 (rotation) accepted")
 
 
+def paddle_paid_changes(shop):
+    """An upgrade and seats bought for a license already sold: applied once each, set back by their refunds."""
+    sale, upgrade, seats = ("pri_" + unique()[:26] for _ in range(3))
+    admin("POST", f"/tenants/{shop.id}/products/app/key-types", {
+        "id": "team", "display_name": "Team", "activation_limit": 10, "duration_days": None, "fallback_access": False,
+        "entitlements": ["pro", "team"], "updates_days": 365,
+    }, expect=201)
+    admin("PATCH", f"/tenants/{shop.id}/products/app/key-types/team", {"paddle_price_id": sale})
+    admin("PUT", f"/tenants/{shop.id}/products/app/key-types/pro/offers", {"upgrades": [{"to": "team", "paddle_price_id": sale}]}, expect=409)
+    # Offers belong to the license's current key type: pro offers the upgrade, team (once there) seats.
+    offers = admin("PUT", f"/tenants/{shop.id}/products/app/key-types/pro/offers", {"upgrades": [{"to": "team", "price_label": "$29", "paddle_price_id": upgrade}]})
+    if [u.get("paddle_price_id") for u in offers.get("upgrades", [])] != [upgrade]:
+        fail(f"PUT pro offers answered {offers}")
+    offers = admin("PUT", f"/tenants/{shop.id}/products/app/key-types/team/offers", {"seats": {"price_label": "$9 per seat", "paddle_price_id": seats}})
+    if offers.get("seats", {}).get("paddle_price_id") != seats:
+        fail(f"PUT team offers answered {offers}")
+
+    buyer = f"{unique('change')[:16]}@buyer.example"
+    minted = admin("POST", f"/tenants/{shop.id}/products/app/licenses", {"key_type_id": "pro", "customer_email": buyer}, expect=201)
+    key, license_id = minted["license_key"], minted["id"]
+    if shop.activate(key, unique("m"))[0] != 200:
+        fail("the admin-minted license did not activate")
+
+    def license():
+        return admin("GET", f"/tenants/{shop.id}/products/app/licenses/{license_id}")
+
+    def change(price, quantity):
+        event = paddle_transaction(shop, "txn_" + unique()[:26], price, quantity=quantity)
+        event["data"]["custom_data"] = {"keylight_license_id": license_id, "email": buyer}
+        return event
+
+    before, count = license(), len(shop.licenses())
+    if before.get("key_type_id") != "pro" or before.get("activation_limit") != 2 or before.get("activation_limit_override") is not None:
+        fail(f"the minted license is {before}, expected key type pro, activation_limit 2, no override")
+
+    bought = change(upgrade, 1)
+    shop.expect(shop.paddle(bought), "applied", "a paid upgrade")
+    upgraded = license()
+    if upgraded.get("key_type_id") != "team" or upgraded.get("activation_limit") != 10 or upgraded.get("updates_until") is not None \
+            or "team" not in upgraded.get("entitlements", []) or upgraded.get("masked_key") != before.get("masked_key") or upgraded.get("status") != "active":
+        fail(f"after the upgrade the license is {upgraded}, expected key type team, activation_limit 10, entitlement team, "
+             f"no updates_until (the target does not restart updates), masked key {before.get('masked_key')}")
+    shop.expect(shop.paddle(bought), "duplicate", "the upgrade's event again")
+    shop.expect(shop.paddle(dict(bought, event_id="evt_" + unique()[:26])), "already_applied", "the upgrade's transaction under another event id")
+
+    extra = change(seats, 3)
+    shop.expect(shop.paddle(extra), "applied", "three seats")
+    seated = license()
+    if seated.get("key_type_id") != "team" or seated.get("activation_limit") != 13 or seated.get("activation_limit_override") != 13:
+        fail(f"after three seats the license is {seated}, expected activation_limit and override 13")
+    shop.expect(shop.paddle(dict(extra, event_id="evt_" + unique()[:26])), "already_applied", "the seats' transaction under another event id")
+    if license() != seated or len(shop.licenses()) != count or shop.by_order(bought["data"]["id"]) or shop.by_order(extra["data"]["id"]):
+        fail(f"a repeat changed the license or made licenses: {license()}, {len(shop.licenses()) - count} new")
+    if shop.activate(key, unique("m"))[0] != 200 or shop.activate(key, unique("m"))[0] != 200:
+        fail("the upgraded key did not activate more machines")
+    ok("Paddle: an upgrade and seats bought for a license change it once each (applied, already_applied): same key, no new license")
+
+    # Refunded out of order: the upgrade first, then the seats; each sets back only its own fields.
+    shop.expect(shop.paddle(paddle_adjustment(bought["data"]["id"], event_type="adjustment.created")), "undone", "the upgrade's refund")
+    after = license()
+    if after.get("key_type_id") != "pro" or after.get("activation_limit") != 13 or after.get("status") != "active" \
+            or after.get("entitlements") != before.get("entitlements"):
+        fail(f"after the upgrade's refund the license is {after}, expected key type pro with the seats' limit 13, entitlements {before.get('entitlements')}, active")
+    shop.expect(shop.paddle(paddle_adjustment(extra["data"]["id"], event_type="adjustment.created")), "undone", "the seats' refund")
+    after = license()
+    if after.get("key_type_id") != "pro" or after.get("activation_limit") != 2 or after.get("activation_limit_override") is not None \
+            or after.get("status") != "active" or after.get("masked_key") != before.get("masked_key") or after.get("active_instances") != 3:
+        fail(f"after both refunds the license is {after}, expected key type pro, activation_limit 2, no override, active, its 3 machines kept")
+    if shop.activate(key, unique("m"))[0] != 409:
+        fail("a fourth machine activated on a license set back to 2 seats")
+    shop.expect(shop.paddle(dict(extra, event_id="evt_" + unique()[:26])), "refunded", "the seats' transaction after its refund")
+    if license() != after or len(shop.licenses()) != count:
+        fail(f"a refunded transaction changed the license: {license()}")
+    ok("a Paddle upgrade and seats apply once and their refunds set them back (undone, field by field, still active)")
+
+
 # MARK: Lemon Squeezy
 
 def lemon_order(order_id, variant, status="paid", email_=None, quantity=1, refunded=False, test_mode=False, updated=None, event="order_created"):
@@ -562,6 +638,7 @@ def polar_checks(shop):
 def main():
     a = Shop("mor-a", "MORA", paddle_api_key="pdl_live_apikey_" + unique()[:20])
     paddle_checks(a, looked_up=a.paddle_api_key)
+    paddle_paid_changes(a)
     lemon_checks(a)
     polar_checks(a)
 

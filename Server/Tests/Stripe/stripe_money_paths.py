@@ -17,6 +17,9 @@ Checks (protocol 6.6), one `ok: ...` line each; the first failure prints `FAIL: 
   5. subscription expiry moves only forward with invoice.paid, and ends with subscription.deleted
   6. an unknown key type -> 422 UNKNOWN_PRODUCT, kept and applied once the key type exists
   7. a wrong secret or a stale timestamp -> 400
+  8. a paid upgrade of a license already sold (metadata keylight_license_id) changes that license
+     once (applied, already_applied, never a new license, same key), and charge.refunded sets it
+     back (undone, still active); the session after its refund changes nothing (refunded)
 """
 import json
 import os
@@ -329,6 +332,80 @@ def bad_signatures(shop):
     ok("refused deliveries record nothing: the same event, correctly signed, mints")
 
 
+def paid_upgrade(shop):
+    # The target key type is sold new at its own price; an offer needs a price of its own.
+    sale, offer = unique("price_"), unique("price_")
+    admin("POST", f"/tenants/{shop.id}/products/app/key-types", {
+        "id": "team", "display_name": "Team", "activation_limit": 5, "duration_days": None, "fallback_access": False,
+        "entitlements": ["pro", "team"], "updates_days": 365, "stripe_price_id": sale,
+    }, expect=201)
+    restarts = admin("PUT", f"/tenants/{shop.id}/products/app/key-types/team/offers", {"upgrade_restarts_updates": True})
+    if restarts.get("upgrade_restarts_updates") is not True:
+        fail(f"PUT team offers answered {restarts}, expected upgrade_restarts_updates true")
+    admin("PUT", f"/tenants/{shop.id}/products/app/key-types/pro/offers", {"upgrades": [{"to": "team", "stripe_price_id": sale}]}, expect=409)
+    offers = admin("PUT", f"/tenants/{shop.id}/products/app/key-types/pro/offers", {
+        "upgrades": [{"to": "team", "price_label": "$29", "stripe_price_id": offer}],
+    })
+    if [(u.get("to"), u.get("stripe_price_id")) for u in offers.get("upgrades", [])] != [("team", offer)]:
+        fail(f"PUT pro offers answered {offers}, expected one upgrade to team at {offer}")
+    ok("offers: an upgrade at the key type's own sales price is refused (409); at a price of its own it is set")
+
+    buyer = email()
+    minted = admin("POST", f"/tenants/{shop.id}/products/app/licenses", {"key_type_id": "pro", "customer_email": buyer}, expect=201)
+    key, license_id = minted["license_key"], minted["id"]
+    sdk = {"X-Keylight-SDK-Key": shop.sdk_key}
+
+    def activate(what):
+        return call("POST", f"/{shop.id}/app/activate", {"license_key": key, "instance_name": what, "machine_hash": uuid.uuid4().hex}, sdk)
+
+    expect_status(activate("first mac"), 200, None, "activating the license before its upgrade")
+    expect_status(activate("second mac"), 409, "ACTIVATION_LIMIT_REACHED", "a second machine before the upgrade")
+    before = shop.license(license_id)
+    if before.get("key_type_id") != "pro" or before.get("activation_limit") != 1 or before.get("updates_until") is not None:
+        fail(f"the minted license is {before}, expected key type pro, activation_limit 1, no updates_until")
+
+    def count():
+        return len(admin("GET", f"/tenants/{shop.id}/products/app/licenses?limit=500").get("licenses", []))
+
+    licenses = count()
+    cs = session(shop, "pro", "paid", buyer)
+    cs["metadata"].update({"keylight_license_id": license_id, "keylight_price_id": offer, "keylight_action": "upgrade", "keylight_quantity": "1"})
+    now = int(time.time())
+    completed = event("checkout.session.completed", cs)
+    shop.deliver(completed, "applied", "a paid upgrade")
+    upgraded = shop.license(license_id)
+    updates = upgraded.get("updates_until")
+    if upgraded.get("key_type_id") != "team" or upgraded.get("activation_limit") != 5 or upgraded.get("status") != "active" \
+            or "team" not in upgraded.get("entitlements", []) or upgraded.get("masked_key") != before.get("masked_key") \
+            or not isinstance(updates, int) or abs(updates - (now + 365 * DAY)) > 120:
+        fail(f"after the upgrade the license is {upgraded}, expected key type team, activation_limit 5, entitlement team, "
+             f"masked key {before.get('masked_key')}, updates_until about {now + 365 * DAY}")
+    shop.deliver(completed, "duplicate", "the upgrade's event again")
+    shop.deliver(event("checkout.session.completed", cs), "already_applied", "the upgrade's session under another event id")
+    shop.deliver(event("checkout.session.async_payment_succeeded", cs), "already_applied", "async_payment_succeeded for the upgrade")
+    if shop.license(license_id) != upgraded:
+        fail(f"a repeat of the upgrade changed the license: {shop.license(license_id)}, was {upgraded}")
+    if count() != licenses:
+        fail(f"the upgrade's deliveries made {count() - licenses} new licenses, expected none")
+    expect_status(activate("second mac"), 200, None, "a second machine after the upgrade to a 5-seat key type")
+    ok("a paid Stripe upgrade moves the license once: same key, key type, limit, entitlements, updates restarted, no new license")
+
+    refund = {"id": unique("ch_"), "object": "charge", "payment_intent": cs["payment_intent"], "refunded": True,
+              "amount": 2900, "amount_refunded": 2900, "currency": "usd"}
+    shop.deliver(event("charge.refunded", refund), "undone", "the upgrade's refund")
+    undone = shop.license(license_id)
+    if undone.get("key_type_id") != "pro" or undone.get("activation_limit") != 1 or undone.get("updates_until") is not None \
+            or undone.get("entitlements") != before.get("entitlements") or undone.get("status") != "active" \
+            or undone.get("masked_key") != before.get("masked_key") or undone.get("active_instances") != 2:
+        fail(f"after the refund the license is {undone}, expected key type pro, activation_limit 1, no updates_until, "
+             f"entitlements {before.get('entitlements')}, status active, both machines kept")
+    expect_status(activate("third mac"), 409, "ACTIVATION_LIMIT_REACHED", "a third machine after the refund")
+    shop.deliver(event("checkout.session.completed", cs), "refunded", "the upgrade's session after its refund")
+    if shop.license(license_id) != undone or count() != licenses:
+        fail(f"the session after its refund changed something: {shop.license(license_id)}, {count() - licenses} new licenses")
+    ok("a Stripe upgrade applies once and its refund sets it back (undone, still active; the session again is refunded)")
+
+
 def main():
     status, _ = call("GET", "/healthz")
     if status != 200:
@@ -342,6 +419,7 @@ def main():
     subscription(shop)
     unknown_key_type(shop)
     bad_signatures(shop)
+    paid_upgrade(shop)
     ok("every Stripe money path holds")
 
 

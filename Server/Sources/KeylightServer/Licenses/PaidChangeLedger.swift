@@ -57,7 +57,10 @@ struct PaidChangeLedger: Sendable {
         guard let license = try await db.raw("""
             SELECT \(Database.licenseColumns) FROM licenses WHERE id = \(bind: licenseId) AND tenant_id = \(bind: tenantId) AND product_id = \(bind: productId)\(lock)
             """).first(decoding: License.self) else { return .noLicense }
-        guard license.keyTypeId == offer.keyTypeId else { return .noOffer }
+        // The license may have moved since the checkout began (an upgrade landed first): seats and
+        // a renewal still apply to it; an upgrade only from the key type it was offered on (or to
+        // where it already is, which changes nothing).
+        if offer.kind == .upgrade, license.keyTypeId != offer.keyTypeId, license.keyTypeId != offer.targetKeyTypeId { return .noOffer }
         let keyTypes = LicenseEdit.KeyTypes(try await db.raw("""
             SELECT \(Database.keyTypeColumns) FROM key_types WHERE tenant_id = \(bind: tenantId) AND product_id = \(bind: productId)
             """).all(decoding: KeyType.self))

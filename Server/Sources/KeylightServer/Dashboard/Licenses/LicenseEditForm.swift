@@ -106,7 +106,12 @@ struct LicenseEditView: Sendable {
         self.metadata = metadata.keys.sorted().map { "\($0)=\(metadata[$0]!.text)" }.joined(separator: "\n")
         let limit = license.activationLimitOverride ?? keyType?.activationLimit ?? 0
         overLimit = license.activeInstances > limit && keyType != nil
-            ? "\(license.activeInstances) devices are in use, over this license's limit of \(limit). None was freed; new activations are refused until fewer than \(limit) are in use."
+            ? "\(license.activeInstances) devices are in use, over this license's limit of \(limit). None was freed; \(Self.refusedUntil(limit))."
             : nil
+    }
+
+    /// "new activations are refused until fewer than 3 are in use" (or "until no device is", for a limit of 1).
+    static func refusedUntil(_ limit: Int) -> String {
+        limit <= 1 ? "new activations are refused until no device is in use" : "new activations are refused until fewer than \(limit) are in use"
     }
 }

@@ -83,7 +83,7 @@ struct LicensesController: Sendable {
             let keyType = try await admin.keyType(tenantId: tenantId, productId: productId, id: license.keyTypeId)
             let limit = license.activationLimitOverride ?? keyType?.activationLimit ?? 0
             pages.flash(context, license.activeInstances > limit
-                ? "License saved. \(license.activeInstances) devices are in use, over the new limit of \(limit): none was freed, and new activations are refused until fewer than \(limit) are in use."
+                ? "License saved. \(license.activeInstances) devices are in use, over the new limit of \(limit): none was freed, and \(LicenseEditView.refusedUntil(limit))."
                 : "License saved.")
             return .redirect(to: Self.licensePage(context))
         }

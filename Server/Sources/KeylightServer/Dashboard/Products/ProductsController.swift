@@ -47,7 +47,10 @@ struct ProductsController: Sendable {
         @FormText var entitlements: String?
         @FormText var stripePriceId: String?
         @FormText var stripeMode: String?
+        /// `purchase` or `first_activation`.
+        @FormText var expiresFrom: String?
         enum CodingKeys: String, CodingKey {
+            case expiresFrom = "expires_from"
             case id, displayName = "display_name", activationLimit = "activation_limit", durationDays = "duration_days",
                  fallbackAccess = "fallback_access", leaseTTLDays = "lease_ttl_days", offlineLeaseDays = "offline_lease_days", entitlements,
                  stripePriceId = "stripe_price_id", stripeMode = "stripe_mode", floating, heartbeatSeconds = "heartbeat_seconds",
@@ -125,7 +128,7 @@ struct ProductsController: Sendable {
                 stripe_price_id: form.stripePriceId, stripe_mode: form.stripeMode,
                 offline_lease_days: try DashboardForm.wholeNumber(form.offlineLeaseDays, label: "Offline lease"),
                 floating: form.floating, heartbeat_seconds: try DashboardForm.wholeNumber(form.heartbeatSeconds, label: "Heartbeat"),
-                overage: overage, updates_days: try DashboardForm.wholeNumber(form.updatesDays, label: "Updates")
+                overage: overage, updates_days: try DashboardForm.wholeNumber(form.updatesDays, label: "Updates"), expires_from: form.expiresFrom
             ), actor: try context.requireUser().actor)
             pages.flash(context, "Key type \(keyType.displayName) created.")
             return .redirect(to: Self.productPage(context))
