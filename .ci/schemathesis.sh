@@ -189,6 +189,8 @@ sdk_keys = [active["license_key"]] * 3 + [fallback["license_key"], expired["lice
 # For the admin license routes (bound to their license id and instance id).
 playground = [mint({"key_type_id": "pro"}), mint({"key_type_id": "basic", "customer_email": "linus@example.com"}), mint({"key_type_id": "pro"}, "suspend")]
 admin_instances = [activate(playground[0]["license_key"], 9)]
+# A bulk job that selects nothing (done at once), for the job route to find.
+bulk_job = call("POST", f"{licenses}/bulk", {"filter": {"metadata": {"ci": "no-such-license"}}, "change": {"limit_add": 1}}, expect=(202,))
 call("PUT", "/admin/v1/tenants/acme/stripe", {"webhook_secret": os.environ["KL_STRIPE_WEBHOOK_SECRET"], "secret_key": os.environ["KL_STRIPE_SECRET_KEY"]})
 # Merchants of record (their webhooks are signed by the hooks with these secrets).
 for provider in ("paddle", "lemonsqueezy", "polar"):
@@ -206,7 +208,8 @@ offline_proofs = [armored("KEYLIGHT DEACTIVATION", {"v": 1, "instance_id": insta
 json.dump({"sdk_key": product["sdk_key"], "sdk_license_keys": sdk_keys,
            "offline_requests": offline_requests, "offline_proofs": offline_proofs,
            "validate_instance_ids": validate_instances, "deactivate_instance_ids": deactivate_instances,
-           "admin_license_ids": [license["id"] for license in playground], "admin_instance_ids": admin_instances}, sys.stdout)
+           "admin_license_ids": [license["id"] for license in playground], "admin_instance_ids": admin_instances,
+           "bulk_job_ids": [bulk_job["id"]]}, sys.stdout)
 PY
 KL_BASE="$base" KL_ADMIN_TOKEN="$ADMIN_TOKEN" KL_STRIPE_WEBHOOK_SECRET="$STRIPE_WEBHOOK_SECRET" KL_STRIPE_SECRET_KEY="$STRIPE_SECRET_KEY" \
   python3 "$work/seed.py" >"$work/seed.json"
@@ -249,6 +252,7 @@ validate_instance_ids = {{ values = {toml(seed["validate_instance_ids"])} }}
 deactivate_instance_ids = {{ values = {toml(seed["deactivate_instance_ids"])} }}
 admin_license_ids = {{ values = {toml(seed["admin_license_ids"])} }}
 admin_instance_ids = {{ values = {toml(seed["admin_instance_ids"])} }}
+bulk_job_ids = {{ values = {toml(seed["bulk_job_ids"])} }}
 offline_requests = {{ values = {toml(seed["offline_requests"])} }}
 offline_proofs = {{ values = {toml(seed["offline_proofs"])} }}
 product_ids = {{ values = ["app"] }}
@@ -328,10 +332,37 @@ include-operation-id = ["getInsights", "getInsightsCsv"]
 parameters = {{ "path.tenant" = "acme", "path.product" = "app" }}
 checks.positive_data_acceptance.expected-statuses = ["2xx", 400, 401, 403, 404, 409, 422, 429, "5xx"]
 
+# Bulk changes of the seeded product: a change that does not fit is counted per license, not refused, but
+# `change.key_type_id` naming a key type the product lacks is 422, and a code in both entitlement lists 400 (no
+# schema can say either: the first is another resource, the second a relation between two lists).
+[[operations]]
+include-operation-id = "bulkChangeLicenses"
+parameters = {{ "path.tenant" = "acme", "path.product" = "app" }}
+checks.positive_data_acceptance.expected-statuses = ["2xx", 400, 401, 403, 404, 409, 422, 429, "5xx"]
+[[operations]]
+include-operation-id = "getBulkJob"
+parameters = {{ "path.tenant" = "acme", "path.product" = "app", "path.job" = {{ dictionary = "bulk_job_ids", probability = 0.8 }} }}
+
+# Key type offers: an upgrade `to` the key type itself, or one price named twice, is 400; a `to` the product lacks
+# 422; a price that already buys something in the tenant (a key type's own, another key type's offer) 409.
+[[operations]]
+include-operation-id = ["setKeyTypeOffers", "getKeyTypeOffers"]
+parameters = {{ "path.tenant" = "acme", "path.product" = "app", "path.keyType" = {{ dictionary = "key_type_ids", probability = 0.8 }} }}
+checks.positive_data_acceptance.expected-statuses = ["2xx", 400, 401, 403, 404, 409, 422, 429, "5xx"]
+
 # The admin license routes, with the licenses and the instance seeded for them (first matching entry applies).
 [[operations]]
 include-operation-id = "deactivateInstance"
 parameters = {{ "path.tenant" = "acme", "path.product" = "app", "path.id" = {{ dictionary = "admin_license_ids", probability = 0.8 }}, "path.instance" = {{ dictionary = "admin_instance_ids", probability = 0.8 }} }}
+
+[[operations]]
+include-operation-id = "updateLicense"
+parameters = {{ "path.tenant" = "acme", "path.product" = "app", "path.id" = {{ dictionary = "admin_license_ids", probability = 0.8 }}, "body.key_type_id" = {{ dictionary = "key_type_ids", probability = 0.6 }} }}
+checks.positive_data_acceptance.expected-statuses = ["2xx", 400, 401, 403, 404, 409, 422, 429, "5xx"]
+[[operations]]
+include-operation-id = "renewLicense"
+parameters = {{ "path.tenant" = "acme", "path.product" = "app", "path.id" = {{ dictionary = "admin_license_ids", probability = 0.8 }} }}
+checks.positive_data_acceptance.expected-statuses = ["2xx", 401, 403, 404, 409, 422, 429, "5xx"]
 
 [[operations]]
 include-path-regex = "^/admin/v1/tenants/\\\\{{tenant\\\\}}/products/\\\\{{product\\\\}}/licenses/\\\\{{id\\\\}}"

@@ -54,6 +54,14 @@ struct PaidChangeLedger: Sendable {
             let status = try await db.raw("SELECT status FROM license_paid_changes WHERE \(key)").first(decodingColumn: "status", as: String.self)
             return status == "refunded" ? .refunded : .alreadyApplied
         }
+        let outcome = try await change(offer: offer, productId: productId, orderId: orderId, licenseId: licenseId, quantity: quantity, key: key)
+        // Nothing changed: the claim goes, so the same payment delivered again is looked at anew
+        // (the license may be there by then), not answered `already_applied`.
+        if outcome != .applied { try await db.raw("DELETE FROM license_paid_changes WHERE \(key)").run() }
+        return outcome
+    }
+
+    private func change(offer: KeyTypeOffer, productId: String, orderId: String, licenseId: String, quantity: Int, key: SQLQueryString) async throws -> Outcome {
         guard let license = try await db.raw("""
             SELECT \(Database.licenseColumns) FROM licenses WHERE id = \(bind: licenseId) AND tenant_id = \(bind: tenantId) AND product_id = \(bind: productId)\(lock)
             """).first(decoding: License.self) else { return .noLicense }

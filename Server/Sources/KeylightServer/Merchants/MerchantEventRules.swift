@@ -100,10 +100,12 @@ struct MerchantEventRules {
     /// back (the subscription's licenses expire now; a later paid renewal extends them again).
     private func refund(_ orderId: String, full: Bool, reason: String) async throws -> MerchantOutcome {
         guard full else { return .partialRefund }
-        // A paid upgrade, renewal or seats taken back: set back, the license kept.
-        if try await ledger.paidChanges.undo(orderId: orderId, reason: reason) { return .undone }
         let prior = try await ledger.recordRefund(orderId)
         if prior.status == "renewal", let subscription = prior.subscriptionId { return try await expireNow(subscription) }
+        if prior.status == "minted" { return try await ledger.revoke(order: orderId, reason: reason) ? .revoked : .noLicense }
+        // Not a purchase that minted: a paid upgrade, renewal or seats for a license (set back, the
+        // license kept), or one whose payment is still to come (which then changes nothing).
+        if try await ledger.paidChanges.undo(orderId: orderId, reason: reason) { return .undone }
         return try await ledger.revoke(order: orderId, reason: reason) ? .revoked : .noLicense
     }
 
