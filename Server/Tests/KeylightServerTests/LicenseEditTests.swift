@@ -266,4 +266,16 @@ import Testing
             #expect(other.status == .unprocessableContent && other.code == "IDEMPOTENCY_MISMATCH")
         }
     }
+
+    @Test func aLicenseActivatedOfflineFirstIsDatedByThatActivation() async throws {
+        let harness = Harness()
+        try await harness.run { client in
+            let seed = try await client.seed(durationDays: 30, keyTypeFields: ["expires_from": "first_activation"])
+            harness.clock.advance(by: 5 * 86_400)
+            let reply = try await client.sdk("offline/activate", ["license_key": seed.licenseKey, "request": SeatsAndOfflineTests.request(device: .init())], seed: seed)
+            #expect(reply.status == .ok, "\(reply.text)")
+            let dated = try await client.admin(.get, "\(Self.base)/\(seed.licenseId)")
+            #expect(dated["expires_at"] as? Int64 == harness.clock.unixSeconds + 30 * 86_400 && dated["starts_on_activation"] as? Bool == false)
+        }
+    }
 }
