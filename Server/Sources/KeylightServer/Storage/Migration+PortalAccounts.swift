@@ -2,8 +2,9 @@ import SQLKit
 
 extension Migration {
     /// The buyer's account in the portal (issue 49): sign-in links mailed to an address, each
-    /// kept as its token's hash, with the token sealed under the master key until the mail is
-    /// sent (the mail is rendered when it goes out), used once, and dead after 15 minutes.
+    /// kept as its token's hash, with the token itself sealed under the master key for its mail
+    /// (rendered when it goes out, perhaps after retries) until the link is used or purged; used
+    /// once, and dead after 15 minutes.
     static let portalAccounts = Migration(name: "0020_portal_accounts") { db, _ in
         try await db.create(table: "portal_sign_in_links")
             .column("token_hash", type: .text, .key)
