@@ -8,6 +8,10 @@ public struct MailJob: Codable, Sendable, Hashable {
         case license
         /// Every license of the tenant under an address ("Lost your key?" in the portal).
         case lostKeys = "lost_keys"
+        /// The license ends soon (a reminder threshold, `daysBefore`, was reached). Never the key.
+        case expiryReminder = "expiry_reminder"
+        /// The license's updates end soon, as above.
+        case updatesReminder = "updates_reminder"
     }
 
     public enum Status: String, Codable, Sendable {
@@ -27,11 +31,13 @@ public struct MailJob: Codable, Sendable, Hashable {
     public var lastError: String?
     public var createdAt: Int64
     public var finishedAt: Int64?
+    /// Only on reminders: the threshold reached (days before the date).
+    public var daysBefore: Int?
 
     enum CodingKeys: String, CodingKey {
         case id, kind, status, attempts
         case tenantId = "tenant_id", licenseId = "license_id", toAddress = "to_address", nextAttemptAt = "next_attempt_at"
-        case lastError = "last_error", createdAt = "created_at", finishedAt = "finished_at"
+        case lastError = "last_error", createdAt = "created_at", finishedAt = "finished_at", daysBefore = "days_before"
     }
 }
 
