@@ -325,6 +325,12 @@ include-operation-id = ["setMailSettings", "previewMail"]
 parameters = {{ "path.tenant" = "acme" }}
 checks.positive_data_acceptance.expected-statuses = ["2xx", 400, 401, 403, 404, 409, 413, 422, 429, "5xx"]
 
+# Reminders: this server runs without --smtp-url, so a valid "mail_buyers": true is 422 MAIL_NOT_CONFIGURED.
+[[operations]]
+include-operation-id = "setReminderSettings"
+parameters = {{ "path.tenant" = "acme" }}
+checks.positive_data_acceptance.expected-statuses = ["2xx", 401, 403, 404, 409, 422, 429, "5xx"]
+
 # Insights: `from` after `to`, more than 366 days between them, or a date that does not exist (February 30th)
 # is a 400 no schema can express (it depends on two parameters, or on the calendar).
 [[operations]]

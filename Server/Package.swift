@@ -76,6 +76,7 @@ let package = Package(
             resources: [
                 .embedInCode("Dashboard/Pages/layout.mustache"), .embedInCode("Dashboard/Pages/error.mustache"),
                 .embedInCode("Dashboard/Account/login.mustache"),
+                .embedInCode("Reminders/reminders_unsubscribe.mustache"),
                 .embedInCode("Dashboard/Tenants/home.mustache"), .embedInCode("Dashboard/Tenants/tenant.mustache"),
                 .embedInCode("Dashboard/Products/product.mustache"), .embedInCode("Dashboard/Insights/insights.mustache"),
                 .embedInCode("Dashboard/Licenses/licenses.mustache"), .embedInCode("Portal/account.mustache"), .embedInCode("Dashboard/Licenses/license.mustache"),

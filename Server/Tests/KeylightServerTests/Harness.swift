@@ -53,6 +53,8 @@ struct Harness {
         configuration.webhookPollInterval = .seconds(3_600)
         // Tests work bulk jobs through by hand (``BulkJobs/runPending(batch:maxItems:)``).
         configuration.bulkJobInterval = .seconds(3_600)
+        // Tests sweep for due reminders by hand (``ReminderService/sweep(batch:maxBatches:)``).
+        configuration.reminderSweepInterval = .seconds(3_600)
         // Receivers in tests listen on loopback; one test turns this off to see the refusal.
         configuration.webhookAllowPrivate = true
         // The lowest bcrypt cost: dashboard sign-ins in tests should not take 0.2 s each.

@@ -35,6 +35,7 @@ import Testing
             + Self.files("SDK") { $0 == "SDKRoutes.swift" }
             + Self.files("Stripe") { $0.hasSuffix("Routes.swift") } + Self.files("Merchants") { $0.hasSuffix("Routes.swift") }
             + Self.files("AppStore") { $0 == "AppStoreNotifications.swift" } + Self.files("Observability") { $0 == "OpsRoutes.swift" }
+            + Self.files("Reminders") { $0.hasSuffix("Routes.swift") }
         #expect(doors.count >= 15, "the door files were not found: \(doors.map(\.name))")
         // IdempotencyKeys is the admin router's own store, handed the database when it is built.
         let reached = Self.offenders(doors, #"\bdatabase\b"#)

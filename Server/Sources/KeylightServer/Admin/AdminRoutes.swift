@@ -169,6 +169,13 @@ struct AdminRoutes {
             // No body previews the stored settings; a body previews those settings unsaved.
             return try JSONBody.response(try await service.previewMail(tenantId: try context.parameters.require("tenant"), body))
         }
+        admin.get("/tenants/:tenant/reminders") { _, context in
+            try JSONBody.response(ReminderSettingsBody(try await service.reminderSettings(tenantId: try context.parameters.require("tenant"))))
+        }
+        admin.put("/tenants/:tenant/reminders", body: ReminderSettingsRequest.self) { body, _, context in
+            let settings = try await service.setReminderSettings(tenantId: try context.parameters.require("tenant"), body, actor: actor)
+            return try JSONBody.response(ReminderSettingsBody(settings))
+        }
         admin.put("/tenants/:tenant/stripe", body: StripeSettingsRequest.self) { body, _, context in
             try await service.setStripe(tenantId: try context.parameters.require("tenant"), body, actor: actor)
             return try JSONBody.response(OKBody())

@@ -186,6 +186,7 @@ func assemble(
             PeriodicService(interval: configuration.customerLookupInterval, tick: { await lookups.lookUpDue() }),
             PeriodicService(interval: configuration.insightsRollupInterval, tick: { [insights = admin.insights] in await insights.rollUpAndPrune(logger: logger) }),
             PeriodicService(interval: configuration.bulkJobInterval, tick: { [bulkJobs = admin.bulkJobs] in await bulkJobs.runPending() }),
+            PeriodicService(interval: configuration.reminderSweepInterval, tick: { [reminders = admin.reminders] in await reminders.sweep() }),
         ] + backups + mail + [
             PeriodicService(interval: .seconds(600), tick: {
                 _ = try? await sessions.purgeExpired()
@@ -248,6 +249,8 @@ func buildRouter(
         licensing: licensing, admin: admin, checkout: checkout, renderer: dashboard.pages.renderer, secureCookies: dashboard.secureCookies, limits: limits,
         lostKeyLimits: lostKeyLimits, logger: dashboard.logger
     ).register(on: router)
+    // Reminder mails' one-click opt-out (the token in the link names the license).
+    UnsubscribeRoutes(reminders: admin.reminders, renderer: dashboard.pages.renderer, logger: dashboard.logger).register(on: router)
     router.addMethodNotAllowedAnswers()
     return built
 }

@@ -97,6 +97,9 @@ public struct ServerConfiguration: Sendable {
     public var insightsRollupInterval: Duration = .seconds(3_600)
     /// How often the server looks for bulk license jobs to work through (`POST …/licenses/bulk`).
     public var bulkJobInterval: Duration = .seconds(1)
+    /// How often licenses are looked at for reminders that have come due (their thresholds are
+    /// days apart, so a few minutes late is on time).
+    public var reminderSweepInterval: Duration = .seconds(600)
     /// Stripe's REST API (`KEYLIGHT_STRIPE_API_BASE`); tests point it at a local server.
     public var stripeAPIBaseURL = "https://api.stripe.com"
     /// Paddle's API for buyers' addresses; nil = `api.paddle.com` or, for a tenant set to

@@ -111,6 +111,16 @@ struct ChangeLog: Sendable {
         )
     }
 
+    /// One of the tenant's reminder thresholds was reached: `license.expiring_soon` or
+    /// `license.updates_expiring_soon`, with the threshold and the date. Not audited: nothing
+    /// changed (`license_reminders` keeps what was sent, and when).
+    func reminderDue(_ license: License, kind: ReminderKind, daysBefore: Int, date: Int64) -> Entry {
+        var data = WebhookEventData(license: license, source: AuditActor.system.name)
+        data.days_before = daysBefore
+        data.date = date
+        return entry(audit: nil, event: WebhookEvent(type: kind.eventType, tenantId: tenantId, at: now, data: data))
+    }
+
     // Changes that are audited but not announced.
 
     /// The license's key was replaced (`license.remint`); the old key stops working.
@@ -142,6 +152,12 @@ struct ChangeLog: Sendable {
     /// is audited on its own as it is changed.
     func bulkJobStarted(productId: String, actor: AuditActor, details: [String: String]) -> Entry {
         audited(productId, "license.bulk", actor, details)
+    }
+
+    /// The buyer asked for no more reminder mails about the license, from a mail's one-click link
+    /// (`license.reminders_unsubscribe`; webhooks to the developer go on).
+    func remindersUnsubscribed(_ licenseId: String) -> Entry {
+        audited(licenseId, "license.reminders_unsubscribe", .customer, [:])
     }
 
     /// Licenses were imported into `productId`, `count` of them, audited once (`license.import`).

@@ -44,6 +44,11 @@ public struct APIError: Error, Sendable, Hashable, CustomStringConvertible {
     )
     /// `send_email` or a resend on a server started without `--smtp-url`.
     public static let mailNotConfigured = Self(status: .unprocessableContent, code: "MAIL_NOT_CONFIGURED", message: "This server sends no mail: start it with --smtp-url and --mail-from.")
+    /// Reminder mails to buyers on a server started without `--public-url`: every reminder mail
+    /// carries an opt-out link, which needs the server's public address.
+    public static let publicURLNotSet = Self(
+        status: .unprocessableContent, code: "PUBLIC_URL_NOT_SET", message: "Reminder mails carry an opt-out link: start the server with --public-url."
+    )
     /// The SDK's `lost-key` on a server started without mail (protocol 6.9: it is there whenever
     /// mail is configured). The app may show the sentence to its user, so it names no server option.
     static let lostKeyNeedsMail = Self(

@@ -16,8 +16,11 @@ struct MailComposer: Sendable {
         let description: String
     }
 
-    /// Nothing to mail: a lost-key request for an address with no license that can be mailed.
-    struct NothingToSend: Error {}
+    /// Nothing to mail: a lost-key request for an address with no license that can be mailed, or
+    /// a reminder that no longer applies (the buyer opted out, the license was renewed or revoked).
+    struct NothingToSend: Error {
+        var reason = "no license to mail under this address"
+    }
 
     func compose(_ job: MailJob, now: Int64, random: inout some RandomNumberGenerator) async throws -> MailMessage {
         let settings = try await database.mailSettings(tenantId: job.tenantId) ?? MailSettings()
@@ -32,6 +35,7 @@ struct MailComposer: Sendable {
         let replyTo = try settings.replyTo.map { try MailAddress(parsing: $0) }
         var context: [String: Any] = ["tenant_name": tenantName ?? job.tenantId, "customer_email": job.toAddress, "sender_name": sender.displayName ?? ""]
         let subject: String, text: String, html: String
+        var listUnsubscribe: String?
         switch job.kind {
         case .license:
             guard let licenseId = job.licenseId, let item = try await mailItem(licenseId: licenseId) else {
@@ -58,10 +62,16 @@ struct MailComposer: Sendable {
             subject = try MailTemplates.render(MailTemplates.accountSubject, context, html: false)
             text = try MailTemplates.render(MailTemplates.accountText, context, html: false)
             html = try MailTemplates.render(MailTemplates.accountHTML, context, html: true)
+        case .expiryReminder, .updatesReminder:
+            let reminder = try await reminderItem(job, now: now)
+            context.merge(reminder.item) { $1 }
+            listUnsubscribe = reminder.unsubscribeURL
+            (subject, text, html) = try MailTemplates.renderReminderMail(context)
         }
         return MailMessage(
             from: sender, to: to, replyTo: replyTo, subject: subject, text: text, html: html,
-            messageId: MailMessage.newMessageId(from: sender, using: &random), date: Date(timeIntervalSince1970: TimeInterval(now))
+            messageId: MailMessage.newMessageId(from: sender, using: &random), date: Date(timeIntervalSince1970: TimeInterval(now)),
+            listUnsubscribe: listUnsubscribe
         )
     }
 

@@ -10,6 +10,10 @@ public struct MailJob: Codable, Sendable, Hashable {
         case lostKeys = "lost_keys"
         /// A sign-in link to the buyer's account in the portal (15 minutes, used once).
         case accountLink = "account_link"
+        /// The license ends soon (a reminder threshold, `daysBefore`, was reached). Never the key.
+        case expiryReminder = "expiry_reminder"
+        /// The license's updates end soon, as above.
+        case updatesReminder = "updates_reminder"
     }
 
     public enum Status: String, Codable, Sendable {
@@ -29,11 +33,13 @@ public struct MailJob: Codable, Sendable, Hashable {
     public var lastError: String?
     public var createdAt: Int64
     public var finishedAt: Int64?
+    /// Only on reminders: the threshold reached (days before the date).
+    public var daysBefore: Int?
 
     enum CodingKeys: String, CodingKey {
         case id, kind, status, attempts
         case tenantId = "tenant_id", licenseId = "license_id", toAddress = "to_address", nextAttemptAt = "next_attempt_at"
-        case lastError = "last_error", createdAt = "created_at", finishedAt = "finished_at"
+        case lastError = "last_error", createdAt = "created_at", finishedAt = "finished_at", daysBefore = "days_before"
     }
 }
 

@@ -13,8 +13,15 @@ public struct MailMessage: Sendable, Equatable {
     /// `<random@sender's domain>`, made once per mail so a resent copy is a new message.
     public var messageId: String
     public var date: Date
+    /// The one-click opt-out of a mail the buyer did not ask for (a reminder): an https URL sent
+    /// as `List-Unsubscribe` with `List-Unsubscribe-Post` (RFC 8058), so the mail client's own
+    /// "Unsubscribe" POSTs to it. nil: neither header.
+    public var listUnsubscribe: String?
 
-    public init(from: MailAddress, to: MailAddress, replyTo: MailAddress? = nil, subject: String, text: String, html: String, messageId: String, date: Date) {
+    public init(
+        from: MailAddress, to: MailAddress, replyTo: MailAddress? = nil, subject: String, text: String, html: String, messageId: String, date: Date,
+        listUnsubscribe: String? = nil
+    ) {
         self.from = from
         self.to = to
         self.replyTo = replyTo
@@ -23,6 +30,7 @@ public struct MailMessage: Sendable, Equatable {
         self.html = html
         self.messageId = messageId
         self.date = date
+        self.listUnsubscribe = listUnsubscribe
     }
 
     /// A new Message-ID under the sender's domain.
@@ -40,6 +48,9 @@ public struct MailMessage: Sendable, Equatable {
             "To: \(to.header)",
         ]
         if let replyTo { lines.append("Reply-To: \(replyTo.header)") }
+        if let listUnsubscribe {
+            lines += ["List-Unsubscribe: <\(listUnsubscribe)>", "List-Unsubscribe-Post: List-Unsubscribe=One-Click"]
+        }
         lines += [
             "Subject: \(MIMEEncoding.unstructured(subject))",
             "Message-ID: \(messageId)",

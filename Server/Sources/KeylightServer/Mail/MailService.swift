@@ -74,9 +74,9 @@ struct MailService: Service {
         } catch let error as MailComposer.Unsendable {
             await give(up: job, error.description)
             return
-        } catch is MailComposer.NothingToSend {
+        } catch let nothing as MailComposer.NothingToSend {
             metrics.recordMail("skipped")
-            try? await database.skipMail(id: job.id, reason: "no license to mail under this address", now: now)
+            try? await database.skipMail(id: job.id, reason: nothing.reason, now: now)
             return
         } catch {
             await retry(job, "\(error)", using: &random)

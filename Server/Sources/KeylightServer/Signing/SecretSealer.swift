@@ -36,6 +36,14 @@ public struct SecretSealer: Sendable {
         return SecretSealer(key: key)
     }
 
+    /// A key for one `purpose` (HKDF-SHA256 of the master key, `purpose` as the info), for
+    /// values the server signs rather than seals: a MAC made with it proves nothing for any other
+    /// purpose, and the master key itself never signs anything. Every process sharing the master
+    /// key derives the same key.
+    func derivedKey(for purpose: String) -> SymmetricKey {
+        HKDF<SHA256>.deriveKey(inputKeyMaterial: key, info: Data(purpose.utf8), outputByteCount: 32)
+    }
+
     /// Base64 of nonce ‖ ciphertext ‖ tag.
     public func seal(_ plaintext: some DataProtocol, context: String) throws -> String {
         let box = try AES.GCM.seal(plaintext, using: key, authenticating: Data(context.utf8))

@@ -2,14 +2,16 @@ import Foundation
 import SQLKit
 
 extension Database {
-    static let mailColumns: SQLQueryString = "id, tenant_id, kind, license_id, to_address, status, attempts, next_attempt_at, last_error, created_at, finished_at"
+    static let mailColumns: SQLQueryString = "id, tenant_id, kind, license_id, to_address, status, attempts, next_attempt_at, last_error, created_at, finished_at, days_before"
 
     /// Queues a mail inside the caller's transaction (it commits, or is rolled back, with the
     /// change it announces).
-    static func enqueueMail(_ db: any SQLDatabase, tenantId: String, kind: MailJob.Kind, licenseId: String?, to: String, at now: Int64) async throws {
+    /// `daysBefore`: a reminder's threshold.
+    static func enqueueMail(_ db: any SQLDatabase, tenantId: String, kind: MailJob.Kind, licenseId: String?, to: String, at now: Int64, daysBefore: Int? = nil) async throws {
         try await db.raw("""
-            INSERT INTO mail_outbox (id, tenant_id, kind, license_id, to_address, status, attempts, next_attempt_at, locked_until, created_at)
-            VALUES (\(bind: UUID().uuidString.lowercased()), \(bind: tenantId), \(bind: kind.rawValue), \(bind: licenseId), \(bind: to), 'pending', 0, \(bind: now), 0, \(bind: now))
+            INSERT INTO mail_outbox (id, tenant_id, kind, license_id, to_address, status, attempts, next_attempt_at, locked_until, created_at, days_before)
+            VALUES (\(bind: UUID().uuidString.lowercased()), \(bind: tenantId), \(bind: kind.rawValue), \(bind: licenseId), \(bind: to), 'pending', 0, \(bind: now), 0, \(bind: now),
+                    \(bind: daysBefore))
             """).run()
     }
 

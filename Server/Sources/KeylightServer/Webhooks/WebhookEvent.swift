@@ -16,6 +16,12 @@ public enum WebhookEventType: String, CaseIterable, Sendable, Codable {
     /// An activation was refused because every slot is in use: a customer who may need help
     /// or a bigger license. Sent at most once an hour per license.
     case activationLimitReached = "license.activation_limit_reached"
+    /// The license ends on `date`, and one of the tenant's reminder thresholds (`days_before`; 30,
+    /// 7 and 1 by default) was reached. Sent once per license, threshold and date, only for active
+    /// licenses; a license first seen past several thresholds gets the nearest one only.
+    case licenseExpiringSoon = "license.expiring_soon"
+    /// The license's updates end on `date` (its `updates_until`), as above.
+    case licenseUpdatesExpiringSoon = "license.updates_expiring_soon"
     case instanceActivated = "instance.activated"
     case instanceDeactivated = "instance.deactivated"
     /// A floating seat was freed because its device stopped validating for longer than its key
@@ -56,6 +62,10 @@ struct WebhookEventData: Encodable, Sendable {
     var how: String?
     /// Only on `license.updated` and an administrator's `license.renewed`: `{field: [from, to]}`.
     var changes: [String: [String]]?
+    /// Only on `license.expiring_soon` and `license.updates_expiring_soon`: the threshold reached
+    /// (days before the date) and the date (`expires_at` or `updates_until`).
+    var days_before: Int?
+    var date: Int64?
 
     init(license: License, licenseKey: String? = nil, instance: WebhookInstance? = nil, source: String, how: String? = nil) {
         self.license = LicenseBody(license: license, now: 0, shape: .webhook)

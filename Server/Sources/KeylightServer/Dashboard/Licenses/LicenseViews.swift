@@ -69,10 +69,13 @@ struct MailRow: Sendable {
 
     init(_ job: MailJob) {
         queued = DashboardFormat.time(job.createdAt)
-        kind = switch job.kind {
-        case .license: "license key"
-        case .lostKeys: "lost-key request"
-        case .accountLink: "sign-in link"
+        let days = job.daysBefore == 1 ? "1 day" : "\(job.daysBefore ?? 0) days"
+        switch job.kind {
+        case .license: kind = "license key"
+        case .lostKeys: kind = "lost-key request"
+        case .expiryReminder: kind = "reminder: license ends in \(days)"
+        case .updatesReminder: kind = "reminder: updates end in \(days)"
+        case .accountLink: kind = "sign-in link"
         }
         to = job.toAddress
         status = job.status.rawValue

@@ -20,6 +20,7 @@ struct DashboardRenderer: Sendable {
     /// The templates, by name, as compiled into the binary.
     static let templates: [(name: String, bytes: [UInt8])] = [
         ("layout", PackageResources.layout_mustache), ("error", PackageResources.error_mustache),
+        ("reminders_unsubscribe", PackageResources.reminders_unsubscribe_mustache),
         ("login", PackageResources.login_mustache), ("home", PackageResources.home_mustache),
         ("tenant", PackageResources.tenant_mustache), ("product", PackageResources.product_mustache),
         ("licenses", PackageResources.licenses_mustache), ("license", PackageResources.license_mustache),
