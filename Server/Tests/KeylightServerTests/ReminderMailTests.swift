@@ -180,4 +180,23 @@ import Testing
         #expect(UnsubscribeToken.verify(plain, key: key, now: 1_999) == .success(UnsubscribeToken(licenseId: "2f1c", expiresAt: 2_000)))
         #expect(UnsubscribeToken.verify(plain, key: key, now: 2_000) == .failure(.expired))
     }
+
+    @Test func aTenantsOwnWordingIsUsedAndShownBesideTheDefaults() async throws {
+        try await ReminderTests.harness(.sqliteMemory).run { client in
+            let (key, _, _) = try await Self.setUp(client)
+            let put = try await client.admin(.put, "/tenants/acme/reminders", [
+                "mail_buyers": true, "subject_template": "{{product_name}}: {{days}} left",
+                "text_template": "Hi! {{masked_key}} ends {{date}}. Renew: {{renewal_url}} Stop: {{unsubscribe_url}}",
+            ])
+            #expect(put.status == .ok && put["subject_template"] as? String == "{{product_name}}: {{days}} left", "\(put.text)")
+            #expect(put["html_template"] is NSNull && ((put["defaults"] as? [String: Any])?["text_template"] as? String)?.contains("renew") == true)
+            #expect((put["variables"] as? [String: String])?["renewal_url"] != nil)
+            #expect(await ReminderTests.sweep(client) == 1)
+            let message = try await Self.compose(client, try #require(try await Self.reminderMails(client).first))
+            #expect(message.subject == "App: 6 days left")
+            #expect(message.text.hasPrefix("Hi! ") && message.text.contains("\(Self.publicURL)/portal/acme/account") && !message.text.contains(key))
+            // The HTML part keeps the server's wording.
+            #expect(message.html.contains("No more reminders about this license"))
+        }
+    }
 }

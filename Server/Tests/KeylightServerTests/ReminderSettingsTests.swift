@@ -51,6 +51,9 @@ import Testing
                 (["days_before": 7], "INVALID_REQUEST"),
                 (["mail_buyers": "yes"], "INVALID_REQUEST"),
                 (["days_before": [7], "remind_by": "sms"], "UNKNOWN_FIELD"),
+                (["text_template": "{{#expiry}}unclosed"], "INVALID_REQUEST"),
+                (["subject_template": "two\nlines"], "INVALID_REQUEST"),
+                (["html_template": String(repeating: "x", count: 32 * 1024 + 1)], "INVALID_REQUEST"),
             ]
             for (body, code) in bad {
                 let reply = try await client.admin(.put, Self.path, body)

@@ -121,7 +121,7 @@ extension AdminService {
     }
 
     /// A template that parses, within the size limit.
-    private static func template(_ source: String, _ field: String, html: Bool) throws(APIError) -> String {
+    static func template(_ source: String, _ field: String, html: Bool) throws(APIError) -> String {
         guard source.unicodeScalars.count <= maxTemplateLength else { throw .invalidRequest("Field \(field) is longer than \(maxTemplateLength) characters.") }
         do {
             _ = try MailTemplates.compile(source, html: html)

@@ -66,7 +66,7 @@ struct MailComposer: Sendable {
             let reminder = try await reminderItem(job, now: now)
             context.merge(reminder.item) { $1 }
             listUnsubscribe = reminder.unsubscribeURL
-            (subject, text, html) = try MailTemplates.renderReminderMail(context)
+            (subject, text, html) = try MailTemplates.renderReminderMail(context, settings: try await database.reminderSettings(tenantId: job.tenantId))
         }
         return MailMessage(
             from: sender, to: to, replyTo: replyTo, subject: subject, text: text, html: html,

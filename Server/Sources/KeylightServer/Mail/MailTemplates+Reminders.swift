@@ -1,7 +1,7 @@
 extension MailTemplates {
     // A reminder before a license ends (`expiry`) or its updates do (`updates`). Sent from the
-    // tenant's sender name and reply-to; the wording is the server's. Never the license key: the
-    // masked key names the license.
+    // tenant's sender name and reply-to, in the tenant's wording when it set templates (the
+    // reminder settings), else the server's. Never the license key: the masked key names the license.
 
     static let reminderSubject = "{{#expiry}}Your {{product_name}} license ends in {{days}}{{/expiry}}{{#updates}}Your {{product_name}} updates end in {{days}}{{/updates}}"
 
@@ -39,12 +39,23 @@ extension MailTemplates {
     </body></html>
     """
 
-    /// A reminder's subject, text and HTML.
-    static func renderReminderMail(_ context: [String: Any]) throws -> (subject: String, text: String, html: String) {
+    /// The variables a reminder template may use, for the settings' answer.
+    static let reminderVariables: [(name: String, meaning: String)] = [
+        ("expiry", "set (a section) when the reminder is about the license's end"),
+        ("updates", "set (a section) when it is about the end of its updates"),
+        ("product_name", "the product's name"), ("key_type_name", "the license's key type, when it has a name"),
+        ("masked_key", "the license key with its middle hidden (never the key)"), ("date", "the date, yyyy-mm-dd"),
+        ("days", "what is left: \"1 day\", \"7 days\""), ("days_before", "the threshold reached, in days"),
+        ("renewal_url", "the buyer's account, with the renewal and upgrade prices"), ("unsubscribe_url", "no more reminders about this license"),
+        ("tenant_name", "the seller"), ("sender_name", "the sender's name"), ("customer_email", "the buyer's address"),
+    ]
+
+    /// A reminder's subject, text and HTML, in the tenant's wording where it has one.
+    static func renderReminderMail(_ context: [String: Any], settings: ReminderSettings? = nil) throws -> (subject: String, text: String, html: String) {
         (
-            try render(reminderSubject, context, html: false),
-            try render(reminderText, context, html: false),
-            try render(reminderHTML, context, html: true)
+            try render(settings?.subjectTemplate ?? reminderSubject, context, html: false),
+            try render(settings?.textTemplate ?? reminderText, context, html: false),
+            try render(settings?.htmlTemplate ?? reminderHTML, context, html: true)
         )
     }
 }

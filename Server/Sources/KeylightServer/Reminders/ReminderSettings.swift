@@ -4,6 +4,10 @@ struct ReminderSettings: Sendable, Hashable {
     var schedule = ReminderSchedule(daysBefore: ReminderSchedule.defaultDays)
     /// Mail buyers too (off by default: the developer may remind them another way).
     var mailBuyers = false
+    /// The tenant's own wording (Mustache, as the license mail's); nil: the server's.
+    var subjectTemplate: String?
+    var textTemplate: String?
+    var htmlTemplate: String?
 
     /// The stored `days_before` (`30,7,1`), largest first.
     var storedDays: String { schedule.daysBefore.map(String.init).joined(separator: ",") }
@@ -25,6 +29,10 @@ struct ReminderSettingsRequest: Decodable, Sendable {
     /// 1-8 distinct whole days, each 1-365.
     var days_before: [Int]?
     var mail_buyers: Bool?
+    /// The tenant's own wording; absent, null or blank: the server's (`defaults` in the answer).
+    var subject_template: String?
+    var text_template: String?
+    var html_template: String?
 
     /// The body checked; every field before anything is stored.
     func settings() throws(APIError) -> ReminderSettings {
@@ -40,6 +48,16 @@ struct ReminderSettingsRequest: Decodable, Sendable {
             settings.schedule = ReminderSchedule(daysBefore: days)
         }
         settings.mailBuyers = mail_buyers ?? false
+        func blankIsNil(_ value: String?) -> String? { value.flatMap { $0.trimmingCharacters(in: .whitespacesAndNewlines).isEmpty ? nil : $0 } }
+        if let subject = blankIsNil(subject_template) {
+            guard !MailAddress.hasLineBreakOrControl(subject) else { throw .invalidRequest("Field subject_template contains a line break or control character.") }
+            guard subject.unicodeScalars.count <= AdminService.maxSubjectTemplateLength else {
+                throw .invalidRequest("Field subject_template is longer than \(AdminService.maxSubjectTemplateLength) characters.")
+            }
+            settings.subjectTemplate = try AdminService.template(subject, "subject_template", html: false)
+        }
+        if let text = blankIsNil(text_template) { settings.textTemplate = try AdminService.template(text, "text_template", html: false) }
+        if let html = blankIsNil(html_template) { settings.htmlTemplate = try AdminService.template(html, "html_template", html: true) }
         return settings
     }
 }
@@ -48,9 +66,24 @@ struct ReminderSettingsRequest: Decodable, Sendable {
 struct ReminderSettingsBody: Encodable {
     var days_before: [Int]
     var mail_buyers: Bool
+    @ExplicitNull var subject_template: String?
+    @ExplicitNull var text_template: String?
+    @ExplicitNull var html_template: String?
+    /// The server's wording, for an editor to start from, and the variables a template may use.
+    var defaults = Defaults()
+    var variables = Dictionary(uniqueKeysWithValues: MailTemplates.reminderVariables.map { ($0.name, $0.meaning) })
+
+    struct Defaults: Encodable {
+        var subject_template = MailTemplates.reminderSubject
+        var text_template = MailTemplates.reminderText
+        var html_template = MailTemplates.reminderHTML
+    }
 
     init(_ settings: ReminderSettings) {
         days_before = settings.schedule.daysBefore
         mail_buyers = settings.mailBuyers
+        subject_template = settings.subjectTemplate
+        text_template = settings.textTemplate
+        html_template = settings.htmlTemplate
     }
 }

@@ -13,20 +13,30 @@ extension Database {
 
     /// The tenant's reminder settings (nil: the defaults).
     func reminderSettings(tenantId: String) async throws -> ReminderSettings? {
-        guard let row = try await sql.raw("SELECT days_before, mail_buyers FROM reminder_settings WHERE tenant_id = \(bind: tenantId)").first() else { return nil }
-        return ReminderSettings(storedDays: try row.decode(column: "days_before", as: String.self), mailBuyers: try row.decode(column: "mail_buyers", as: Bool.self))
+        guard let row = try await sql.raw("""
+            SELECT days_before, mail_buyers, subject_template, text_template, html_template FROM reminder_settings WHERE tenant_id = \(bind: tenantId)
+            """).first() else { return nil }
+        var settings = ReminderSettings(storedDays: try row.decode(column: "days_before", as: String.self), mailBuyers: try row.decode(column: "mail_buyers", as: Bool.self))
+        settings.subjectTemplate = try row.decode(column: "subject_template", as: String?.self)
+        settings.textTemplate = try row.decode(column: "text_template", as: String?.self)
+        settings.htmlTemplate = try row.decode(column: "html_template", as: String?.self)
+        return settings
     }
 
     /// Replaces the tenant's reminder settings, audited.
     func putReminderSettings(_ settings: ReminderSettings, tenantId: String, now: Int64, actor: AuditActor) async throws {
         try await write { db in
             try await db.raw("""
-                INSERT INTO reminder_settings (tenant_id, days_before, mail_buyers, updated_at)
-                VALUES (\(bind: tenantId), \(bind: settings.storedDays), \(bind: settings.mailBuyers), \(bind: now))
-                ON CONFLICT (tenant_id) DO UPDATE SET days_before = excluded.days_before, mail_buyers = excluded.mail_buyers, updated_at = excluded.updated_at
+                INSERT INTO reminder_settings (tenant_id, days_before, mail_buyers, subject_template, text_template, html_template, updated_at)
+                VALUES (\(bind: tenantId), \(bind: settings.storedDays), \(bind: settings.mailBuyers), \(bind: settings.subjectTemplate),
+                        \(bind: settings.textTemplate), \(bind: settings.htmlTemplate), \(bind: now))
+                ON CONFLICT (tenant_id) DO UPDATE SET days_before = excluded.days_before, mail_buyers = excluded.mail_buyers,
+                    subject_template = excluded.subject_template, text_template = excluded.text_template, html_template = excluded.html_template,
+                    updated_at = excluded.updated_at
                 """).run()
             try await Self.audit(db, at: now, actor: actor, action: "reminder_settings.update", tenantId: tenantId, target: tenantId, details: [
                 "days_before": settings.storedDays, "mail_buyers": String(settings.mailBuyers),
+                "templates": [settings.subjectTemplate, settings.textTemplate, settings.htmlTemplate].contains { $0 != nil } ? "the tenant's" : "the server's",
             ])
         }
     }
