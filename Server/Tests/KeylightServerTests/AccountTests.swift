@@ -71,7 +71,10 @@ import Testing
             let device = try #require(try await client.activate(seed, machine: "m-1", name: "Studio Mac")["instance_id"] as? String)
 
             let browser = Browser(client)
-            #expect(try await browser.get().text.contains("Mail me a sign-in link"))
+            let start = try await browser.get()
+            #expect(start.text.contains("Mail me a sign-in link"))
+            // The tenant's products with a portal, linked.
+            #expect(start.text.contains("href=\"/portal/acme/app\""))
             let asked = try await browser.post("/request-link", [("email", "Buyer@Example.com")])
             #expect(asked.status == .seeOther && asked.headers[.location] == Self.base)
             let stranger = Browser(client)

@@ -199,4 +199,14 @@ import Testing
             #expect(message.html.contains("No more reminders about this license"))
         }
     }
+
+    @Test func aSubscriptionsBuyerIsNotAskedToRenewButTheDeveloperIsTold() async throws {
+        try await ReminderTests.harness(.sqliteMemory).run { client in
+            let (_, id, _) = try await Self.setUp(client)
+            try await client.database.sql.raw("UPDATE licenses SET payment_subscription_id = 'sub_1' WHERE id = \(bind: id)").run()
+            #expect(await ReminderTests.sweep(client) == 1)
+            #expect(try await WebhookTests.outbox(client).filter { $0["type"] as? String == "license.expiring_soon" }.count == 1)
+            #expect(try await Self.reminderMails(client).isEmpty)
+        }
+    }
 }

@@ -211,6 +211,9 @@ struct AccountRoutes: Sendable {
         var view = AccountView(tenant: tenant, csrf: session.csrf)
         view.notice = session.notice
         view.canMail = admin.mailBuyers && admin.publicURL != nil
+        view.products = try await admin.products(tenantId: tenant.id).filter(\.portalEnabled)
+            .map { AccountView.ProductLink(name: $0.name, url: "/portal/\(tenant.id)/\($0.id)") }
+        view.hasProducts = !view.products.isEmpty
         guard session.isSignedIn else { return view }
         view.signedIn = true
         view.email = session.email

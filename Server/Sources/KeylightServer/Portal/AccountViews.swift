@@ -18,6 +18,14 @@ struct AccountView: Sendable {
     var signInToken: String?
     /// The server mails sign-in links (SMTP and `--public-url` set).
     var canMail = false
+    /// The tenant's products whose portal is on, each with its portal's address.
+    var products: [ProductLink] = []
+    var hasProducts = false
+
+    struct ProductLink: Sendable {
+        var name: String
+        var url: String
+    }
 
     init(tenant: Tenant, csrf: String, problem: String? = nil) {
         productName = tenant.name

@@ -81,13 +81,14 @@ struct ReminderService: Sendable {
 
     private func sweep(_ plan: ReminderPlan, kind: ReminderKind, mails: Bool, now: Int64, batch: Int, maxBatches: Int) async throws -> Int {
         let schedule = plan.settings.schedule
-        let decide: @Sendable (License, Bool) -> ReminderSend? = { license, unsubscribed in
+        // `quiet`: no mail to the buyer (opted out, or a subscription that renews itself).
+        let decide: @Sendable (License, Bool) -> ReminderSend? = { license, quiet in
             guard let due = ReminderRules.due(license, kind: kind, schedule: schedule, now: now) else { return nil }
             return ReminderSend(
                 threshold: due.threshold, passedOver: due.passedOver, date: due.date,
                 entry: ChangeLog(tenantId: license.tenantId, now: now).reminderDue(license, kind: kind, daysBefore: due.threshold, date: due.date),
                 // An address that cannot receive mail (a line break typed at checkout) gets none.
-                mailTo: mails && !unsubscribed ? license.customerEmail.flatMap { (try? MailAddress($0)) == nil ? nil : $0 } : nil
+                mailTo: mails && !quiet ? license.customerEmail.flatMap { (try? MailAddress($0)) == nil ? nil : $0 } : nil
             )
         }
         var sent = 0

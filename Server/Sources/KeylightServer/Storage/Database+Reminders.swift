@@ -98,15 +98,18 @@ extension Database {
     /// the mail commit together; a process that loses the claim to another writes nothing. A row
     /// left from an earlier date (the license was renewed since) is claimed again for the new one.
     /// Answers whether this call sent it.
-    func remind(licenseId: String, kind: ReminderKind, now: Int64, decide: @escaping @Sendable (License, _ unsubscribed: Bool) -> ReminderSend?) async throws -> Bool {
+    func remind(licenseId: String, kind: ReminderKind, now: Int64, decide: @escaping @Sendable (License, _ quiet: Bool) -> ReminderSend?) async throws -> Bool {
         let (lock, outbox) = (lockRows(of: "licenses"), self.outbox)
         return try await write { db in
             guard let row = try await db.raw("""
-                SELECT \(Self.licenseColumns), reminders_unsubscribed_at FROM licenses WHERE id = \(bind: licenseId)\(lock)
+                SELECT \(Self.licenseColumns), reminders_unsubscribed_at, stripe_subscription_id, payment_subscription_id FROM licenses WHERE id = \(bind: licenseId)\(lock)
                 """).first() else { return false }
             let license = try row.decode(model: License.self)
             let unsubscribed = try row.decode(column: "reminders_unsubscribed_at", as: Int64?.self) != nil
-            guard let send = decide(license, unsubscribed) else { return false }
+            // A subscription renews itself: its buyer is not asked to renew (the developer's webhook still goes).
+            let renewsItself = try row.decode(column: "stripe_subscription_id", as: String?.self) != nil
+                || row.decode(column: "payment_subscription_id", as: String?.self) != nil
+            guard let send = decide(license, unsubscribed || (kind == .expires && renewsItself)) else { return false }
             guard try await Self.claimReminder(db, license: license, kind: kind, days: send.threshold, date: send.date, sent: true, now: now) else { return false }
             for days in send.passedOver {
                 _ = try await Self.claimReminder(db, license: license, kind: kind, days: days, date: send.date, sent: false, now: now)
