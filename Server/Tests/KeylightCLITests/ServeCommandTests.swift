@@ -2,6 +2,7 @@ import AsyncHTTPClient
 import Foundation
 import KeylightTestSupport
 import KeylightCore
+import KeylightServer
 import NIOConcurrencyHelpers
 import NIOCore
 import NIOHTTP1
@@ -19,7 +20,9 @@ import Testing
         let http = HTTPClient.shared
 
         let first = try await ServerProcess(database: path)
-        let token = try #require(first.stdout.components(separatedBy: "kl_admin_").dropFirst().first.map { "kl_admin_" + $0.prefix { !$0.isWhitespace } })
+        let token = try #require(first.stdout.components(separatedBy: "klt_").dropFirst().first.map { "klt_" + $0.prefix { !$0.isWhitespace } })
+        // The protocol's token form, with a checksum a secret scanner can check.
+        #expect(AdminToken.isWellFormed(token) && token.utf8.count == 50)
         let authorized = try await first.request(.GET, "/admin/v1/tenants", headers: [("Authorization", "Bearer \(token)")], using: http)
         #expect(authorized.status == 200)
         #expect(await first.terminate() == 0)
@@ -27,7 +30,7 @@ import Testing
         #expect(SecretFile.permissions(of: path + ".master-key") == 0o600)
 
         let second = try await ServerProcess(database: path)
-        #expect(!second.stdout.contains("kl_admin_"))
+        #expect(!second.stdout.contains("klt_"))
         #expect(try await second.request(.GET, "/admin/v1/tenants", headers: [("Authorization", "Bearer \(token)")], using: http).status == 200)
         #expect(await second.terminate() == 0)
     }
@@ -35,10 +38,46 @@ import Testing
     @Test func adminTokenFromTheEnvironment() async throws {
         let http = HTTPClient.shared
         let server = try await ServerProcess(database: try Self.databasePath(), environment: ["KEYLIGHT_ADMIN_TOKEN": "chosen-token"])
-        #expect(!server.stdout.contains("kl_admin_"))
+        #expect(!server.stdout.contains("klt_"))
         #expect(try await server.request(.GET, "/admin/v1/tenants", headers: [("Authorization", "Bearer chosen-token")], using: http).status == 200)
         #expect(try await server.request(.GET, "/admin/v1/tenants", headers: [("Authorization", "Bearer other")], using: http).status == 401)
         #expect(await server.terminate() == 0)
+    }
+
+    /// `--admin-token-file`: the first-start token goes to the file (0600), never to the output;
+    /// `keylight token rotate` replaces it at once on the running server; and a token once replaced
+    /// (by the environment's) does not come back when the variable is removed.
+    @Test func theTokenFileRotationAndNoResurrection() async throws {
+        let http = HTTPClient.shared
+        let directory = try temporaryDirectory()
+        let path = directory.appendingPathComponent("keylight.sqlite").path
+        let file = directory.appendingPathComponent("admin-token").path
+        let server = try await ServerProcess(database: path, arguments: ["--admin-token-file", file])
+        let first = try #require(String(data: try Data(contentsOf: URL(fileURLWithPath: file)), encoding: .utf8)?.trimmingCharacters(in: .whitespacesAndNewlines))
+        #expect(AdminToken.isWellFormed(first) && SecretFile.permissions(of: file) == 0o600)
+        #expect(!server.stdout.contains(first) && server.stdout.contains("written to \(file)"))
+        #expect(try await server.request(.GET, "/admin/v1/tenants", headers: [("Authorization", "Bearer \(first)")], using: http).status == 200)
+
+        let rotated = try await CLI.run(["token", "rotate", "--db", path, "--admin-token-file", file])
+        #expect(rotated.status == 0, "\(rotated.stderr)")
+        let second = try #require(String(data: try Data(contentsOf: URL(fileURLWithPath: file)), encoding: .utf8)?.trimmingCharacters(in: .whitespacesAndNewlines))
+        #expect(second != first && AdminToken.isWellFormed(second) && !rotated.stdout.contains(second) && !rotated.stderr.contains(second))
+        // At once, on the server that was already running.
+        #expect(try await server.request(.GET, "/admin/v1/tenants", headers: [("Authorization", "Bearer \(first)")], using: http).status == 401)
+        #expect(try await server.request(.GET, "/admin/v1/tenants", headers: [("Authorization", "Bearer \(second)")], using: http).status == 200)
+        #expect(await server.terminate() == 0)
+
+        // The environment's token replaces the stored one for good.
+        let chosen = try await ServerProcess(database: path, environment: ["KEYLIGHT_ADMIN_TOKEN": "chosen-token"])
+        #expect(try await chosen.request(.GET, "/admin/v1/tenants", headers: [("Authorization", "Bearer \(second)")], using: http).status == 401)
+        #expect(await chosen.terminate() == 0)
+        let unset = try await ServerProcess(database: path)
+        #expect(!unset.stdout.contains("klt_"))
+        #expect(try await unset.request(.GET, "/admin/v1/tenants", headers: [("Authorization", "Bearer \(second)")], using: http).status == 401)
+        #expect(try await unset.request(.GET, "/admin/v1/tenants", headers: [("Authorization", "Bearer chosen-token")], using: http).status == 200)
+        let audit = try await unset.request(.GET, "/admin/v1/audit-log", headers: [("Authorization", "Bearer chosen-token")], using: http)
+        #expect((audit.body["entries"] as? [[String: Any]] ?? []).filter { $0["action"] as? String == "admin_token.rotate" }.count == 2)
+        #expect(await unset.terminate() == 0)
     }
 
     @Test func sigtermLosesNoCommittedWrite() async throws {

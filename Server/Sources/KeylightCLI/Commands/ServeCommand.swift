@@ -31,7 +31,8 @@ struct ServeCommand: AsyncParsableCommand {
         abstract: "Run the license server.",
         discussion: """
         Runs on an embedded SQLite database with no other set-up: the first start creates the schema, \
-        the first Ed25519 signing key and an admin token, printed once (unless KEYLIGHT_ADMIN_TOKEN is set). \
+        the first Ed25519 signing key and an admin token, printed once (unless KEYLIGHT_ADMIN_TOKEN is set, \
+        or --admin-token-file names where to write it). \
         SIGTERM or SIGINT shut it down gracefully: in-flight requests finish and buffered writes are flushed.
         """
     )
@@ -43,6 +44,9 @@ struct ServeCommand: AsyncParsableCommand {
     var port = 8080
 
     @OptionGroup var database: DatabaseOptions
+
+    @Option(help: "Write the admin token made on first start to this file (0600) instead of printing it; also KEYLIGHT_ADMIN_TOKEN_FILE.")
+    var adminTokenFile: String?
 
     @Option(help: "Log level: trace, debug, info, notice, warning, error, critical.")
     var logLevel: Logger.Level = .info
@@ -188,7 +192,8 @@ struct ServeCommand: AsyncParsableCommand {
             throw ExitCode(1)
         }
         if let token = server.report.createdAdminToken {
-            Standard.line("Admin API token (shown once; store it now): \(token)")
+            let file = adminTokenFile ?? ProcessInfo.processInfo.environment["KEYLIGHT_ADMIN_TOKEN_FILE"].flatMap { $0.isEmpty ? nil : $0 }
+            try AdminTokenOutput.deliver(token, file: file, what: "Admin API token")
         }
         // Where request handlers run: NIO's event loops (EventLoopExecutor.adopt), or Swift's pool.
         let tasksOn = await EventLoopExecutor.tasksRunOnEventLoops() ? "event_loops" : "swift_pool"

@@ -6,14 +6,14 @@ import KeylightCore
 import KeylightSigning
 import NIOCore
 
-/// Checks `Authorization: Bearer <token>` against the admin token's SHA-256, in constant time.
+/// Checks `Authorization: Bearer <token>` against the owner token (``AdminService/isOwnerToken(_:)``).
 struct AdminAuthMiddleware: RouterMiddleware {
     typealias Context = KeylightRequestContext
-    let tokenHash: [UInt8]
+    let service: AdminService
 
     func handle(_ request: Request, context: Context, next: (Request, Context) async throws -> Response) async throws -> Response {
-        guard let header = request.headers[.authorization], header.utf8.count <= 512, let token = bearerToken(header) else { throw APIError.unauthorized }
-        guard ConstantTime.equals(Array(SHA256.hash(data: Data(token.utf8))), tokenHash) else { throw APIError.unauthorized }
+        guard let header = request.headers[.authorization], header.utf8.count <= 512, let token = bearerToken(header),
+              try await service.isOwnerToken(token) else { throw APIError.unauthorized }
         return try await next(request, context)
     }
 }
@@ -30,8 +30,8 @@ struct AdminRoutes {
         return (product, try InsightsQuery(request: request, today: service.insights.today, extra: extra))
     }
 
-    func register(on router: some RouterMethods<KeylightRequestContext>, tokenHash: [UInt8]) {
-        let group = router.group("/admin/v1").add(middleware: AdminAuthMiddleware(tokenHash: tokenHash))
+    func register(on router: some RouterMethods<KeylightRequestContext>) {
+        let group = router.group("/admin/v1").add(middleware: AdminAuthMiddleware(service: service))
         let admin = AdminRouter(group: group, limits: limits, idempotency: IdempotencyKeys(database: service.database, sealer: service.sealer, clock: service.clock), table: table)
         let actor = AuditActor.adminToken
 

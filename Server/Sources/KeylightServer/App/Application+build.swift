@@ -88,19 +88,16 @@ func assemble(
     let keyRing = KeyRing(database: database, sealer: sealer, clock: clock, logger: logger)
     try await keyRing.loadCreatingIfNeeded()
 
-    // The admin token: from the configuration, else the one created on first start.
+    // The owner token: the configuration's (stored, so it replaces any earlier one for good: a
+    // token once replaced never works again, even after the variable is removed), else the one
+    // created on first start. Requests read the stored hash, so `keylight token rotate` holds at once.
     var createdToken: String?
-    let tokenHash: [UInt8]
     if let token = configuration.adminToken {
-        tokenHash = Array(SHA256.hash(data: Data(token.utf8)))
+        try await database.replaceAdminToken(with: token, now: clock.unixSeconds, actor: .system)
     } else {
-        let candidate = AdminService.newSecret(prefix: "kl_admin_")
-        let (stored, created) = try await database.settingCreatingIfAbsent(
-            "admin_token_sha256", value: Hex.encode(SHA256.hash(data: Data(candidate.utf8)))
-        )
+        let candidate = AdminToken.generate()
+        let (_, created) = try await database.settingCreatingIfAbsent(AdminToken.setting, value: AdminToken.hash(candidate))
         if created { createdToken = candidate }
-        guard let hash = Hex.decode(stored), hash.count == 32 else { throw StorageError.corrupt("admin token hash") }
-        tokenHash = hash
     }
 
     let metrics = ServerMetrics()
@@ -163,7 +160,7 @@ func assemble(
     let adminRoutes = RouteTable(prefix: "/admin/v1")
     let router = buildRouter(
         licensing: licensing, admin: admin, checkout: checkout, dashboard: dashboard, keyRing: keyRing, metrics: metrics, signer: signer,
-        limits: configuration.limits, trustedProxies: configuration.trustedProxies, adminTokenHash: tokenHash, readiness: readiness,
+        limits: configuration.limits, trustedProxies: configuration.trustedProxies, readiness: readiness,
         adminRoutes: adminRoutes, appStore: appStore
     )
     let application = Application(
@@ -216,7 +213,7 @@ func assemble(
 /// per-address limit around every API.
 func buildRouter(
     licensing: LicensingService, admin: AdminService, checkout: CheckoutService, dashboard: DashboardRoutes, keyRing: KeyRing, metrics: ServerMetrics, signer: ResponseSigner?,
-    limits: ServerLimits, trustedProxies: TrustedProxies = .none, adminTokenHash: [UInt8], readiness: Readiness? = nil,
+    limits: ServerLimits, trustedProxies: TrustedProxies = .none, readiness: Readiness? = nil,
     adminRoutes: RouteTable = RouteTable(prefix: "/admin/v1"), appStore: AppStoreExchange? = nil
 ) -> Router<KeylightRequestContext> {
     let built = Router(context: KeylightRequestContext.self, options: .autoGenerateHeadEndpoints)
@@ -234,7 +231,7 @@ func buildRouter(
     ).register(on: router)
     router.add(middleware: addressLimit)
     ops.registerTenantKeysets(on: router)
-    AdminRoutes(service: admin, limits: limits, table: adminRoutes).register(on: router, tokenHash: adminTokenHash)
+    AdminRoutes(service: admin, limits: limits, table: adminRoutes).register(on: router)
     StripeWebhookRoutes(admin: admin).register(on: router)
     MerchantWebhookRoutes(admin: admin).register(on: router)
     if let appStore { AppStoreNotificationRoutes(admin: admin, verifier: appStore.verifier).register(on: router) }
