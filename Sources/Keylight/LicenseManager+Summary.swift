@@ -16,17 +16,18 @@ extension LicenseManager {
     /// The license's kind, as the seller names it ("Pro", "Team"), as the server last said.
     public var keyTypeName: String? { stored.licenseKey == nil ? nil : stored.keyTypeName }
 
-    /// Where this license can be upgraded or renewed: the page the server names for it, else the
-    /// server's own upgrade page for the license (`/t/<tenant>/license/<KEY>/upgrade`, which the
-    /// hosted clients open too: the server trades the key for a session and shows the buyer's
-    /// account with its upgrade, renewal and seat prices). Without a license, the product's
-    /// purchase page (``BrandingConfig/purchaseURL``); nil when there is none.
+    /// Where this license can be upgraded or renewed: the page the server names for it; else the
+    /// product's purchase page (``BrandingConfig/purchaseURL``), the developer's own choice; else,
+    /// with a license, the server's upgrade page for it (`/t/<tenant>/license/<KEY>/upgrade`, which
+    /// the hosted clients open too: the server trades the key for a session and shows the buyer's
+    /// account with its upgrade, renewal and seat prices). nil when there is none of these.
     public var upgradeURL: URL? {
-        guard let key = stored.licenseKey else { return configuration.branding?.purchaseURL }
-        if let text = stored.upgradeURL, let url = URL(string: text), let scheme = url.scheme?.lowercased(), scheme == "https" || scheme == "http" {
+        if stored.licenseKey != nil, let text = stored.upgradeURL, let url = URL(string: text),
+           let scheme = url.scheme?.lowercased(), scheme == "https" || scheme == "http" {
             return url
         }
-        return Self.upgradePage(server: configuration.serverURL, tenantId: configuration.tenantId, licenseKey: key) ?? configuration.branding?.purchaseURL
+        if let purchase = configuration.branding?.purchaseURL { return purchase }
+        return stored.licenseKey.flatMap { Self.upgradePage(server: configuration.serverURL, tenantId: configuration.tenantId, licenseKey: $0) }
     }
 
     /// `<server>/t/<tenant>/license/<KEY>/upgrade`; nil when the key or tenant would need escaping

@@ -47,9 +47,13 @@ import Testing
         #expect(model.manager.state == .licensed)
         #expect(model.statusText == "Widget is activated. Thank you!")
         #expect(model.manager.customerEmail == "buyer@example.com" && model.manager.keyTypeName == "Pro")
-        // Licensed, the window's upgrade button opens the server's page for this license, as the hosted clients do.
-        let base = model.manager.configuration.serverURL.absoluteString
-        #expect(model.manager.upgradeURL?.absoluteString == "\(base.hasSuffix("/") ? String(base.dropLast()) : base)/t/\(model.manager.configuration.tenantId)/license/\(Fixture.key)/upgrade")
+        // The developer's purchase page wins; without one, the server's page for this license.
+        #expect(model.manager.upgradeURL == URL(string: "https://acme.example/buy")!)
+        let plain = Fixture.manager(server: server, store: InMemoryStore())
+        await plain.checkOnLaunch()
+        try await plain.activate(key: Fixture.key)
+        let base = plain.configuration.serverURL.absoluteString
+        #expect(plain.upgradeURL?.absoluteString == "\(base.hasSuffix("/") ? String(base.dropLast()) : base)/t/acme/license/\(Fixture.key)/upgrade")
     }
 
     @Test func theUpgradePageIsBuiltOnlyFromIdsTheServerCouldHaveMade() {
@@ -215,8 +219,7 @@ import Testing
         let model = PurchaseModel(manager: manager, strings: Self.english, timeout: 10, initialDelay: 0.01)
         #expect(model.buttonTitle == "Upgrade or renew")
         model.buy { opened.append($0) }
-        // Licensed: the server's upgrade page for this license, not the product's purchase page.
-        #expect(opened.map(\.path) == ["/t/acme/license/\(Fixture.key)/upgrade"])
+        #expect(opened == [URL(string: "https://acme.example/buy")!])
         // The store's webhook reaches the server a moment after the user comes back.
         let upgrade = Task { @MainActor in
             try await Task.sleep(nanoseconds: 30_000_000)

@@ -278,4 +278,23 @@ import Testing
             #expect(dated["expires_at"] as? Int64 == harness.clock.unixSeconds + 30 * 86_400 && dated["starts_on_activation"] as? Bool == false)
         }
     }
+
+    @Test func aDateGivenBeforeTheFirstActivationStandsAndAStaleDashboardFormIsRefused() async throws {
+        let harness = Harness()
+        try await harness.run { client in
+            let seed = try await client.seed(durationDays: 30, keyTypeFields: ["expires_from": "first_activation", "updates_days": 90])
+            #expect(try await Self.patch(client, seed.licenseId, ["updates_until": 1_900_000_000]).status == .ok)
+            #expect(try await client.activate(seed).status == .ok)
+            let dated = try await client.admin(.get, "\(Self.base)/\(seed.licenseId)")
+            #expect(dated["updates_until"] as? Int64 == 1_900_000_000 && dated["expires_at"] as? Int64 == harness.clock.unixSeconds + 30 * 86_400)
+
+            // The dashboard's form carries the license's updated_at: saved over a newer license, it is refused.
+            let license = try #require(try await client.database.license(id: seed.licenseId))
+            let stale = try JSONDecoder().decode(LicenseEditForm.self, from: Data(#"{"updated_at":"\#(license.updatedAt - 1)","note":"x","key_type_id":"\#(seed.keyType)"}"#.utf8))
+            #expect(throws: APIError.self) { try stale.edit(of: license, metadata: [:]) }
+            let fresh = try JSONDecoder().decode(LicenseEditForm.self, from: Data(#"{"updated_at":"\#(license.updatedAt)","note":"x","key_type_id":"\#(seed.keyType)","expires_on":"\#(DashboardFormat.day(license.expiresAt!))","updates_until_on":"\#(DashboardFormat.day(license.updatesUntil!))"}"#.utf8))
+            let edit = try fresh.edit(of: license, metadata: [:])
+            #expect(edit.note == .set("x") && edit.expiresAt == .keep && edit.updatesUntil == .keep)
+        }
+    }
 }

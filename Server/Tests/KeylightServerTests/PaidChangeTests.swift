@@ -199,4 +199,37 @@ import Testing
             #expect(try await CheckoutTests.checkout(client, key: key, unoffered).status == .conflict)
         }
     }
+
+    @Test func anOfferAppliesOnlyToALicenseOnItsKeyTypeAndRefundsTakeBackTheirOwnAmount() async throws {
+        try await Harness().run { client in
+            let seed = try await Self.catalogue(client)
+            #expect(try await client.admin(.put, "/tenants/acme/paddle", ["webhook_secret": MerchantTests.paddleSecret]).status == .ok)
+            #expect(try await client.admin(.put, "\(Self.base)/key-types/pro/offers", [
+                "upgrade_restarts_updates": true, "seats": ["price_label": "$5", "paddle_price_id": "pri_01proseatsaaaaaaaaaaaaaaa"],
+            ]).status == .ok)
+            func paid(_ order: String, price: String, quantity: Int = 1) -> [String: Any] {
+                var event = MerchantTests.transaction(order, quantity: quantity, price: price)
+                var data = event["data"] as! [String: Any]
+                data["custom_data"] = ["keylight_license_id": seed.licenseId]
+                event["data"] = data
+                return event
+            }
+            // Seats bought twice, the first refunded: only its own seats come off.
+            #expect(try await MerchantTests.paddle(client, paid("txn_a", price: "pri_01seatsaaaaaaaaaaaaaaaaaa", quantity: 2))["outcome"] as? String == "applied")
+            #expect(try await MerchantTests.paddle(client, paid("txn_b", price: "pri_01seatsaaaaaaaaaaaaaaaaaa", quantity: 3))["outcome"] as? String == "applied")
+            #expect(try await client.admin(.get, "\(Self.base)/licenses/\(seed.licenseId)")["activation_limit"] as? Int == 6)
+            let refundA: [String: Any] = ["event_id": "evt_ra", "event_type": "adjustment.created", "occurred_at": "2026-11-26T10:00:00Z",
+                                          "data": ["id": "adj_a", "action": "refund", "status": "approved", "transaction_id": "txn_a", "type": "full"]]
+            #expect(try await MerchantTests.paddle(client, refundA)["outcome"] as? String == "undone")
+            #expect(try await client.admin(.get, "\(Self.base)/licenses/\(seed.licenseId)")["activation_limit"] as? Int == 4)
+            // Upgraded to pro: personal's seat price no longer buys anything for it, nor does the
+            // upgrade again (it would restart the updates window at upgrade price); pro's own does.
+            #expect(try await MerchantTests.paddle(client, paid("txn_up", price: "pri_01upgradeproaaaaaaaaaaaaaa"))["outcome"] as? String == "applied")
+            let upgraded = try await client.admin(.get, "\(Self.base)/licenses/\(seed.licenseId)")
+            #expect(try await MerchantTests.paddle(client, paid("txn_c", price: "pri_01seatsaaaaaaaaaaaaaaaaaa"))["outcome"] as? String == "no_offer")
+            #expect(try await MerchantTests.paddle(client, paid("txn_up2", price: "pri_01upgradeproaaaaaaaaaaaaaa"))["outcome"] as? String == "no_offer")
+            #expect(try await client.admin(.get, "\(Self.base)/licenses/\(seed.licenseId)")["updates_until"] as? Int64 == upgraded["updates_until"] as? Int64)
+            #expect(try await MerchantTests.paddle(client, paid("txn_d", price: "pri_01proseatsaaaaaaaaaaaaaaa"))["outcome"] as? String == "applied")
+        }
+    }
 }

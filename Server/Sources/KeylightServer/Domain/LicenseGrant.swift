@@ -56,7 +56,7 @@ struct LicenseGrant: Decodable, Equatable, Sendable {
 
     /// The dates the first activation at `now` gives a license that starts on it.
     func firstActivationDates(now: Int64) -> (expiresAt: Int64?, updatesUntil: Int64?) {
-        (durationDays.map { now + Int64($0) * 86_400 }, updatesDays.map { now + Int64($0) * 86_400 })
+        (expiresAt ?? durationDays.map { now + Int64($0) * 86_400 }, updatesUntil ?? updatesDays.map { now + Int64($0) * 86_400 })
     }
 
     /// Past its expiry at `now` (a lifetime license never is).

@@ -66,7 +66,9 @@ struct BulkJobs: Sendable {
             for job in try await database.runningBulkJobs() {
                 guard let changeData = job.change.data(using: .utf8),
                       let edit = try? JSONDecoder().decode(BulkChangeRequest.self, from: changeData).edit() else {
-                    logger.error("bulk job has a change this build cannot read", metadata: ["job": "\(job.id)"])
+                    // Stopped for good (`failed`), not retried every second.
+                    logger.error("bulk job has a change this build cannot read; it is marked failed", metadata: ["job": "\(job.id)"])
+                    try await database.failBulkJob(jobId: job.id, now: clock.unixSeconds)
                     continue
                 }
                 let actor = AuditActor(job.actor)

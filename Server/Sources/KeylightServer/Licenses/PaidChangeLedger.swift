@@ -65,10 +65,11 @@ struct PaidChangeLedger: Sendable {
         guard let license = try await db.raw("""
             SELECT \(Database.licenseColumns) FROM licenses WHERE id = \(bind: licenseId) AND tenant_id = \(bind: tenantId) AND product_id = \(bind: productId)\(lock)
             """).first(decoding: License.self) else { return .noLicense }
-        // The license may have moved since the checkout began (an upgrade landed first): seats and
-        // a renewal still apply to it; an upgrade only from the key type it was offered on (or to
-        // where it already is, which changes nothing).
-        if offer.kind == .upgrade, license.keyTypeId != offer.keyTypeId, license.keyTypeId != offer.targetKeyTypeId { return .noOffer }
+        // An offer buys what its key type sells, for a license still on that key type. The custom
+        // data naming the license is the buyer's browser's to write: a cheaper key type's renewal
+        // or seat price, or an upgrade to where the license already is (which would restart its
+        // updates at upgrade price), changes nothing and is recorded as `no_offer`.
+        guard license.keyTypeId == offer.keyTypeId else { return .noOffer }
         let keyTypes = LicenseEdit.KeyTypes(try await db.raw("""
             SELECT \(Database.keyTypeColumns) FROM key_types WHERE tenant_id = \(bind: tenantId) AND product_id = \(bind: productId)
             """).all(decoding: KeyType.self))
@@ -127,7 +128,7 @@ struct PaidChangeLedger: Sendable {
         }
         let rows = try await db.raw("""
             UPDATE license_paid_changes SET status = 'refunded', updated_at = \(bind: now) WHERE \(condition) AND status = 'applied'
-            RETURNING order_id, license_id, changes
+            RETURNING order_id, license_id, changes, kind, quantity
             """).all()
         if rows.isEmpty, let orderId {
             // A refund ahead of its payment: the payment, when it comes, finds the order refunded.
@@ -144,11 +145,13 @@ struct PaidChangeLedger: Sendable {
             guard let license = try await db.raw("""
                 SELECT \(Database.licenseColumns) FROM licenses WHERE id = \(bind: licenseId) AND tenant_id = \(bind: tenantId)\(lock)
                 """).first(decoding: License.self) else { continue }
-            let edit = Self.reverse(changes, of: license)
-            guard !edit.isEmpty else { continue }
             let keyTypes = LicenseEdit.KeyTypes(try await db.raw("""
                 SELECT \(Database.keyTypeColumns) FROM key_types WHERE tenant_id = \(bind: tenantId) AND product_id = \(bind: license.productId)
                 """).all(decoding: KeyType.self))
+            let edit = Self.reverse(
+                changes, of: license, kind: try row.decode(column: "kind", as: String.self), quantity: try row.decode(column: "quantity", as: Int.self), keyTypes: keyTypes
+            )
+            guard !edit.isEmpty else { continue }
             if case .edited = try await Database.editLicense(
                 db, tenantId: tenantId, productId: license.productId, id: licenseId, edit: edit, keyTypes: keyTypes, now: now, actor: actor, lock: "",
                 outbox: outbox, details: ["order_id": try row.decode(column: "order_id", as: String.self), "event": eventId, "refund": reason]
@@ -157,18 +160,38 @@ struct PaidChangeLedger: Sendable {
         return undone
     }
 
-    /// The edit that sets back `changes` (`{field: [from, to]}`) on `license`, for each field
-    /// that still holds what the change set.
-    static func reverse(_ changes: [String: [String]], of license: License) -> LicenseEdit {
+    /// The edit that sets back `changes` (`{field: [from, to]}`) on `license`: the key type where
+    /// it still is the one the change set; seats and renewed periods by their own amount, so a
+    /// refund of the first of two purchases takes back only what it bought.
+    static func reverse(_ changes: [String: [String]], of license: License, kind: String, quantity: Int, keyTypes: LicenseEdit.KeyTypes) -> LicenseEdit {
         var edit = LicenseEdit()
         func text<T: CustomStringConvertible>(_ value: T?) -> String { value?.description ?? "null" }
         for (field, values) in changes where values.count == 2 {
             let (from, to) = (values[0], values[1])
             switch field {
             case "key_type_id" where license.keyTypeId == to: edit.keyTypeId = from
-            case "activation_limit_override" where text(license.activationLimitOverride) == to: edit.activationLimit = .set(Int(from))
-            case "expires_at" where text(license.expiresAt) == to: edit.expiresAt = .set(Int64(from))
-            case "updates_until" where text(license.updatesUntil) == to: edit.updatesUntil = .set(Int64(from))
+            case "activation_limit_override" where kind == KeyTypeOffer.Kind.seats.rawValue:
+                // Seats bought twice and refunded once: the refund takes back its own seats,
+                // whatever was bought after it; back at the key type's limit, the override goes.
+                let base = keyTypes[license.keyTypeId]?.activationLimit
+                let back = (license.activationLimitOverride ?? base ?? quantity + 1) - quantity
+                // The override this purchase made (from none) goes when what is left is the limit it
+                // started from, or the key type's.
+                let startedFrom = (Int(to) ?? 0) - quantity
+                edit.activationLimit = .set(from == "null" && (back == startedFrom || back == base) ? nil : max(back, 1))
+            case "activation_limit_override" where text(license.activationLimitOverride) == to:
+                edit.activationLimit = .set(Int(from))
+            case "expires_at", "updates_until":
+                let current = field == "expires_at" ? license.expiresAt : license.updatesUntil
+                // A renewal refunded after a later one: its own period comes off the date.
+                let back: Int64?? = if let current, let newer = Int64(to), let older = Int64(from) {
+                    .some(current - (newer - older))
+                } else if text(current) == to {
+                    .some(Int64(from))
+                } else {
+                    nil
+                }
+                if let back { if field == "expires_at" { edit.expiresAt = .set(back) } else { edit.updatesUntil = .set(back) } }
             default: break
             }
         }

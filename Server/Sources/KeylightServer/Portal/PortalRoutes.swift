@@ -184,7 +184,7 @@ struct PortalRoutes: Sendable {
             let expired = grant.isExpired(at: now)
             view.license = .init(
                 maskedKey: masked, status: grant.status == .active && expired ? "expired" : grant.status.rawValue,
-                expires: grant.expiresAt.map { DashboardFormat.time($0) } ?? "never", inUse: instances.count, limit: grant.activationLimit,
+                expires: grant.startsOnActivation ? "starts on first activation" : grant.expiresAt.map { DashboardFormat.time($0) } ?? "never", inUse: instances.count, limit: grant.activationLimit,
                 devices: instances.map {
                     .init(id: $0.id, name: $0.name, activated: DashboardFormat.time($0.activatedAt),
                           lastSeen: DashboardFormat.time($0.lastSeenAt), offline: $0.isOffline)

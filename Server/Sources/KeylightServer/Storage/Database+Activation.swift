@@ -95,6 +95,7 @@ extension Database {
             // takes its first seat, in the same statement (the license row is locked).
             var dating: SQLQueryString = ""
             if grant.startsOnActivation {
+                // Only the dates still unset: one given meanwhile (an edit, a renewal) stands.
                 let dates = grant.firstActivationDates(now: now)
                 dating = ", expires_at = \(bind: dates.expiresAt), updates_until = \(bind: dates.updatesUntil), starts_on_activation = \(bind: false)"
             }

@@ -96,6 +96,11 @@ extension Database {
             """).all(decodingColumn: "license_id", as: String.self)
     }
 
+    /// Stops a job that cannot run (`failed`); the licenses it changed stay changed.
+    func failBulkJob(jobId: String, now: Int64) async throws {
+        try await sql.raw("UPDATE bulk_jobs SET state = 'failed', updated_at = \(bind: now) WHERE id = \(bind: jobId) AND state = 'running'").run()
+    }
+
     /// Records how far a job has come; `done` once no item is left (by any process).
     func recordBulkProgress(jobId: String, now: Int64) async throws {
         try await write { db in

@@ -10,14 +10,22 @@ struct LicenseEditForm: Decodable, Sendable {
     @FormText var addOns: String?
     @FormText var note: String?
     @FormText var metadata: String?
+    /// The license's `updated_at` when the page was drawn: a form over an older license is refused.
+    @FormText var version: String?
 
     enum CodingKeys: String, CodingKey {
+        case version = "updated_at"
         case keyTypeId = "key_type_id", activationLimit = "activation_limit", expires = "expires_on", updatesUntil = "updates_until_on"
         case addOns = "entitlements_added", note, metadata
     }
 
     /// The edit that turns `license` (with `metadata`) into what the form shows.
     func edit(of license: License, metadata current: [String: MetadataValue]) throws -> LicenseEdit {
+        // The form holds the whole license as it was drawn; saved over a license that changed since
+        // (a payment, a renewal, a bulk job, another edit), it would set those changes back.
+        guard version == String(license.updatedAt) else {
+            throw APIError.conflict("The license changed since this page was drawn (a payment, a renewal or another edit): reload the page and make your change again.")
+        }
         var edit = LicenseEdit()
         if let keyTypeId, keyTypeId != license.keyTypeId { edit.keyTypeId = try Field.pathId(keyTypeId, "key_type_id") }
         let limit = try DashboardForm.wholeNumber(activationLimit, label: "Device limit")
@@ -83,6 +91,8 @@ struct LicenseEditView: Sendable {
     }
 
     var keyTypes: [Option]
+    /// The license's `updated_at`, sent back with the form.
+    var version: String
     var limitOverride: String
     var keyTypeLimit: Int
     var expiresOn: String
@@ -95,6 +105,7 @@ struct LicenseEditView: Sendable {
     var overLimit: String?
 
     init(license: License, keyType: KeyType?, keyTypes: [KeyType], metadata: [String: MetadataValue]) {
+        version = String(license.updatedAt)
         self.keyTypes = keyTypes.map { Option(id: $0.id, label: "\($0.displayName) (\($0.id))", selected: $0.id == license.keyTypeId) }
         limitOverride = license.activationLimitOverride.map(String.init) ?? ""
         keyTypeLimit = keyType?.activationLimit ?? 0
