@@ -165,12 +165,10 @@ struct AccountRoutes: Sendable {
         do {
             var form = PortalForm()
             if isPost {
-                if case .limited(let retryAfter) = addressLimiter.acquire(context.rateLimitKey) {
-                    throw APIError(status: .tooManyRequests, code: "RATE_LIMITED", message: "Too many requests from your address; wait a minute and try again.", retryAfter: retryAfter)
-                }
-                var request = request
-                form = try await PortalForm.read(&request, limit: PortalRoutes.maxFormBytes)
-                guard let existing, existing.accepts(csrf: form["_csrf"]) else { throw AccountProblem.expiredForm }
+                form = try await PortalForm.readPost(
+                    request, client: context.rateLimitKey, limiter: addressLimiter, accepts: existing.map { session in { session.accepts(csrf: $0) } },
+                    expired: AccountProblem.expiredForm
+                )
             }
             var (response, updated) = try await action(form, tenant, session)
             updated.expiresAt = now + AccountSession.lifetime

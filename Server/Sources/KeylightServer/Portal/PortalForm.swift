@@ -8,6 +8,21 @@ struct PortalForm: Sendable {
 
     subscript(name: String) -> String? { fields[name] }
 
+    /// A POST's form, after the steps every portal and account POST takes first: the per-address
+    /// limit, then the bounded form, then the CSRF token of the visitor's session (`accepts`;
+    /// `expired` is thrown without a session or with another token).
+    static func readPost(
+        _ request: Request, client: IPAddress, limiter: RateLimiter<IPAddress>, accepts: ((String?) -> Bool)?, expired: any Error
+    ) async throws -> PortalForm {
+        if case .limited(let retryAfter) = limiter.acquire(client) {
+            throw APIError(status: .tooManyRequests, code: "RATE_LIMITED", message: "Too many requests from your address; wait a minute and try again.", retryAfter: retryAfter)
+        }
+        var request = request
+        let form = try await read(&request, limit: PortalRoutes.maxFormBytes)
+        guard let accepts, accepts(form["_csrf"]) else { throw expired }
+        return form
+    }
+
     static func read(_ request: inout Request, limit: Int) async throws -> PortalForm {
         let body: ByteBuffer
         do {

@@ -132,12 +132,10 @@ struct PortalRoutes: Sendable {
         do {
             var form = PortalForm()
             if isPost {
-                if case .limited(let retryAfter) = addressLimiter.acquire(context.rateLimitKey) {
-                    throw APIError(status: .tooManyRequests, code: "RATE_LIMITED", message: "Too many requests from your address; wait a minute and try again.", retryAfter: retryAfter)
-                }
-                var request = request
-                form = try await PortalForm.read(&request, limit: Self.maxFormBytes)
-                guard let existing, existing.accepts(csrf: form["_csrf"]) else { throw PortalProblem.expiredForm }
+                form = try await PortalForm.readPost(
+                    request, client: context.rateLimitKey, limiter: addressLimiter, accepts: existing.map { session in { session.accepts(csrf: $0) } },
+                    expired: PortalProblem.expiredForm
+                )
             }
             let (response, updated) = try await action(form, product, session)
             var answered = response
