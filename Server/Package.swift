@@ -64,6 +64,8 @@ let package = Package(
                 .product(name: "AsyncHTTPClient", package: "async-http-client"),
                 .product(name: "NIOHTTP1", package: "swift-nio"),
                 .product(name: "HummingbirdAuth", package: "hummingbird-auth"),
+                // TOTP (RFC 6238) for the dashboard's second factor.
+                .product(name: "HummingbirdOTP", package: "hummingbird-auth"),
                 .product(name: "HummingbirdBcrypt", package: "hummingbird-auth"),
                 .product(name: "Mustache", package: "swift-mustache"),
                 // App Store signed data: the x5c chain to Apple's root (no hand-written X.509).
@@ -84,6 +86,8 @@ let package = Package(
                 .embedInCode("Dashboard/Audit/audit.mustache"), .embedInCode("Dashboard/Merchants/merchant.mustache"),
                 .embedInCode("Dashboard/Mail/mail_settings.mustache"), .embedInCode("Dashboard/Mail/mail_preview.mustache"),
                 .embedInCode("Portal/portal_layout.mustache"), .embedInCode("Portal/portal.mustache"),
+                .embedInCode("Dashboard/Webhooks/webhooks.mustache"), .embedInCode("Dashboard/Team/team.mustache"), .embedInCode("Dashboard/Team/tokens.mustache"),
+                .embedInCode("Dashboard/Account/security.mustache"), .embedInCode("Dashboard/Account/credentials.mustache"),
                 .embedInCode("Dashboard/Static/dashboard.css"), .embedInCode("Dashboard/Static/dashboard.js"),
             ]
         ),

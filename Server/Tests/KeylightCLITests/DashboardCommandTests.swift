@@ -25,6 +25,35 @@ import Testing
         #expect(bytes.range(of: Data("another long password".utf8)) == nil && bytes.range(of: Data("$2b$12$".utf8)) != nil)
     }
 
+    /// Roles from the server's machine: a new user owns every tenant unless told otherwise,
+    /// `set-role` changes a role (never the last owner's), `reset-2fa` is for a lost authenticator.
+    @Test func rolesAndTheSecondFactorFromTheCommandLine() async throws {
+        let database = try temporaryDirectory().appendingPathComponent("roles.sqlite").path
+        let password = Data("a long enough password\n".utf8)
+        #expect(try await CLI.run(["admin", "create-user", "--db", database, "--email", "owner@example.com"], stdin: password).status == 0)
+        let noTenant = try await CLI.run(["admin", "create-user", "--db", database, "--email", "s@example.com", "--tenant", "acme", "--role", "support"], stdin: password)
+        #expect(noTenant.status == 2 && noTenant.stderr.contains("No tenant acme"), "\(noTenant.stderr)")
+        let badRole = try await CLI.run(["admin", "create-user", "--db", database, "--email", "s@example.com", "--role", "god"], stdin: password)
+        #expect(badRole.status == 2 && badRole.stderr.contains("read_only"))
+        #expect(try await CLI.run(["admin", "create-user", "--db", database, "--email", "dev@example.com", "--role", "developer"], stdin: password).status == 0)
+        var list = try await CLI.run(["admin", "list-users", "--db", database])
+        #expect(list.stdout.contains("owner@example.com\towner@every-tenant\t2fa off"), "\(list.stdout)")
+        #expect(list.stdout.contains("dev@example.com\tdeveloper@every-tenant"), "\(list.stdout)")
+        // The last owner of every tenant can neither step down nor be deleted.
+        let demote = try await CLI.run(["admin", "set-role", "--db", database, "--email", "owner@example.com", "--role", "admin"])
+        #expect(demote.status == 2 && demote.stderr.contains("last owner"), "\(demote.stderr)")
+        let delete = try await CLI.run(["admin", "delete-user", "--db", database, "--email", "owner@example.com"])
+        #expect(delete.status == 2 && delete.stderr.contains("last owner"), "\(delete.stderr)")
+        #expect(try await CLI.run(["admin", "set-role", "--db", database, "--email", "dev@example.com", "--role", "owner"]).status == 0)
+        #expect(try await CLI.run(["admin", "set-role", "--db", database, "--email", "owner@example.com", "--remove"]).status == 0)
+        list = try await CLI.run(["admin", "list-users", "--db", database])
+        #expect(list.stdout.contains("owner@example.com\tno-role") && list.stdout.contains("dev@example.com\towner@every-tenant"), "\(list.stdout)")
+        let reset = try await CLI.run(["admin", "reset-2fa", "--db", database, "--email", "dev@example.com"])
+        #expect(reset.status == 0 && reset.stdout.contains("second factor reset for dev@example.com"), "\(reset.stderr)")
+        let nobody = try await CLI.run(["admin", "reset-2fa", "--db", database, "--email", "nobody@example.com"])
+        #expect(nobody.status == 2 && nobody.stderr.contains("No dashboard user"))
+    }
+
     /// Set by `.ci/run`, which installs Chromium, chromedriver and selenium.
     static var browserTestsEnabled: Bool { ProcessInfo.processInfo.environment["KEYLIGHT_BROWSER_TESTS"] == "1" }
 

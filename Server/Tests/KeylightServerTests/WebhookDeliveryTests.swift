@@ -183,7 +183,7 @@ import Testing
 
             // The dashboard's button does the same.
             let (browser, _) = try await DashboardTests.signedIn(client)
-            let page = try await browser.get("/dashboard/t/acme")
+            let page = try await browser.get("/dashboard/t/acme/webhooks")
             #expect(page.text.contains("/webhooks/\(endpoint.id)/deliveries/\(first.id)/redeliver"))
             #expect(try await browser.post("/dashboard/t/acme/webhooks/\(endpoint.id)/deliveries/\(first.id)/redeliver").status == .seeOther)
             try await client.server.webhooks.deliverDue()

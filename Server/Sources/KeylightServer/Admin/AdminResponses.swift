@@ -124,8 +124,18 @@ struct AuditEntryBody: Encodable {
     var tenant_id: String?
     var target: String?
     var details: String
+    /// `user`, `token`, `provider`, `customer` or `system`; the user's or token's id; where the
+    /// request came from (users and tokens).
+    var actor_kind: String
+    var actor_id: String?
+    var actor_address: String?
+    var actor_user_agent: String?
 
     init(_ entry: AuditEntry) {
+        actor_kind = entry.actorKind ?? AuditActor.kind(of: entry.actor).rawValue
+        actor_id = entry.actorId
+        actor_address = entry.actorAddress
+        actor_user_agent = entry.actorUserAgent
         id = entry.id
         at = entry.at
         actor = entry.actor

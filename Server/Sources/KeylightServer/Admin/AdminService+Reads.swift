@@ -72,8 +72,8 @@ extension AdminService {
         return try await database.signingKeyRows()
     }
 
-    func auditLog(tenantId: String? = nil, limit: Int, beforeId: Int64? = nil) async throws -> [AuditEntry] {
-        try await database.auditLog(tenantId: tenantId, limit: limit, beforeId: beforeId)
+    func auditLog(_ filter: AuditFilter, limit: Int, beforeId: Int64? = nil) async throws -> [AuditEntry] {
+        try await database.auditLog(filter, limit: limit, beforeId: beforeId)
     }
 
     /// A merchant's settings for the tenant (the webhook secret still sealed).

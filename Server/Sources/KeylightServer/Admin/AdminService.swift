@@ -222,10 +222,17 @@ final class AdminService: Sendable {
     /// Queues the license's key mail again, to `customer_email` when given (it replaces the
     /// license's address, audited) or to the address on file. A license minted before keys were
     /// kept sealed cannot be mailed (409 `KEY_NOT_RECOVERABLE`: remint it).
-    func resendEmail(tenantId: String, productId: String, id: String, _ body: ResendEmailRequest, actor: AuditActor) async throws -> (License, to: String) {
+    /// Mails a license's key again. To the address on file needs `licenses:mail`; to another
+    /// address (which becomes the one on file) also `licenses:write`, so support cannot send a
+    /// key wherever it likes.
+    func resendEmail(tenantId: String, productId: String, id: String, _ body: ResendEmailRequest, by principal: Principal) async throws -> (License, to: String) {
+        let actor = principal.actor
         var license = try await license(tenantId: tenantId, productId: productId, id: id)
-        guard mailBuyers else { throw APIError.mailNotConfigured }
         let corrected = try Field.email(body.customer_email)
+        if let corrected, corrected != license.customerEmail {
+            try authorize(principal, .licensesWrite, tenantId: tenantId, productId: productId)
+        }
+        guard mailBuyers else { throw APIError.mailNotConfigured }
         guard let to = corrected ?? license.customerEmail else { throw APIError.invalidRequest("The license has no customer_email: give one.") }
         // An address on file came from a payment provider: it may not be one mail can go to.
         guard (try? MailAddress(to)) != nil else { throw APIError.invalidRequest("The license's address (\(to.prefix(80).debugDescription)) cannot receive mail: give customer_email.") }

@@ -134,7 +134,7 @@ func assemble(
         clock: clock, logger: logger
     )
     let hasher = PasswordHasher(threads: configuration.passwordHashThreads, capacity: configuration.passwordHashQueue)
-    var accounts = DashboardAccounts(database: database, hasher: hasher, clock: clock)
+    var accounts = DashboardAccounts(database: database, hasher: hasher, clock: clock, sealer: sealer)
     accounts.cost = configuration.bcryptCost
     let sessions = SQLSessionStore(database: database, clock: clock)
     let dashboard = DashboardRoutes(

@@ -25,12 +25,15 @@ struct DashboardRoutes: Sendable {
     /// Every signed-in route, with its form's fields (tests walk it).
     let routes = RouteTable(prefix: "/dashboard")
     static let sessionLifetime: Duration = .seconds(8 * 3_600)
+    /// A session unused this long is signed out (seconds).
+    let idleTimeout: Int64
     static let sessionCookie = "keylight_session"
 
     init(
         admin: AdminService, accounts: DashboardAccounts, renderer: DashboardRenderer, sessions: SQLSessionStore,
-        loginLimiter: RateLimiter<IPAddress>, publicURL: String?, secureCookies: Bool, logger: Logger
+        loginLimiter: RateLimiter<IPAddress>, publicURL: String?, secureCookies: Bool, idleTimeout: Int64 = 30 * 60, logger: Logger
     ) {
+        self.idleTimeout = idleTimeout
         self.admin = admin
         self.accounts = accounts
         self.pages = DashboardPages(renderer: renderer)
@@ -39,7 +42,7 @@ struct DashboardRoutes: Sendable {
         self.publicURL = publicURL
         self.secureCookies = secureCookies
         self.logger = logger
-        self.auth = DashboardAuthMiddleware(accounts: accounts, sessions: sessions)
+        self.auth = DashboardAuthMiddleware(accounts: accounts, sessions: sessions, admin: admin, idleTimeout: idleTimeout)
     }
 
     func register(on router: some RouterMethods<KeylightRequestContext>) {
@@ -65,5 +68,8 @@ struct DashboardRoutes: Sendable {
         AuditController(dashboard: self).register(on: dashboard)
         MailSettingsController(dashboard: self).register(on: dashboard)
         MerchantsController(dashboard: self).register(on: dashboard)
+        WebhooksController(dashboard: self).register(on: dashboard)
+        TeamController(dashboard: self).register(on: dashboard)
+        SecurityController(dashboard: self).register(on: dashboard)
     }
 }

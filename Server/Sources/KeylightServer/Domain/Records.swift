@@ -265,9 +265,17 @@ public struct AuditEntry: Codable, Sendable, Hashable {
     public var target: String?
     /// JSON object with the change's parameters (never secrets).
     public var details: String
+    /// `user`, `token`, `provider`, `customer` or `system` (nil on entries written before 0022).
+    public var actorKind: String?
+    /// The user's or token's id.
+    public var actorId: String?
+    /// The request's client address and user agent (users and tokens).
+    public var actorAddress: String?
+    public var actorUserAgent: String?
 
     /// Column names: rows decode without a key strategy, which would re-derive snake case on every access.
     enum CodingKeys: String, CodingKey {
         case id, at, actor, action, tenantId = "tenant_id", target, details
+        case actorKind = "actor_kind", actorId = "actor_id", actorAddress = "actor_address", actorUserAgent = "actor_user_agent"
     }
 }

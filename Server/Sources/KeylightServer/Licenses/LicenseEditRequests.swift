@@ -2,7 +2,7 @@ import Foundation
 
 /// A field that may be absent (keep), null (clear) or a value: `Optional<Optional<T>>` read so
 /// that absence and `null` stay apart.
-private extension KeyedDecodingContainer {
+extension KeyedDecodingContainer {
     func nullable<T: Decodable>(_ type: T.Type, forKey key: Key) throws -> T?? {
         guard contains(key) else { return nil }
         return .some(try decodeNil(forKey: key) ? nil : try decode(T.self, forKey: key))

@@ -62,6 +62,16 @@ struct MailComposer: Sendable {
             subject = try MailTemplates.render(MailTemplates.accountSubject, context, html: false)
             text = try MailTemplates.render(MailTemplates.accountText, context, html: false)
             html = try MailTemplates.render(MailTemplates.accountHTML, context, html: true)
+        case .teamInvitation:
+            guard let publicURL else { throw Unsendable(description: "invitations need --public-url") }
+            guard let id = job.licenseId, let sealed = try await database.invitationSealedToken(id: id, now: now) else {
+                throw NothingToSend(reason: "the invitation was accepted, revoked or expired")
+            }
+            let token = String(decoding: try sealer.open(sealed, context: TeamInvitations.sealContext(id: id)), as: UTF8.self)
+            context["invite_url"] = "\(publicURL)/dashboard/invite/\(token)"
+            subject = try MailTemplates.render(MailTemplates.invitationSubject, context, html: false)
+            text = try MailTemplates.render(MailTemplates.invitationText, context, html: false)
+            html = try MailTemplates.render(MailTemplates.invitationHTML, context, html: true)
         case .expiryReminder, .updatesReminder:
             let reminder = try await reminderItem(job, now: now)
             context.merge(reminder.item) { $1 }

@@ -14,6 +14,8 @@ public struct MailJob: Codable, Sendable, Hashable {
         case expiryReminder = "expiry_reminder"
         /// The license's updates end soon, as above.
         case updatesReminder = "updates_reminder"
+        /// An invitation to a tenant's team in the dashboard (`licenseId` holds the invitation's id).
+        case teamInvitation = "team_invitation"
     }
 
     public enum Status: String, Codable, Sendable {

@@ -5,11 +5,25 @@ struct AuditView: Sendable {
     var chrome: Chrome
     var entries: [AuditRow]
     var nextURL: String?
+    /// The filters as given.
+    var actor: String?
+    var action: String?
+    var tenant: String?
+    var kinds: [AuditKindOption]
+}
+
+struct AuditKindOption: Sendable {
+    var name: String
+    var selected: Bool
 }
 
 struct AuditRow: Sendable {
     var at: String
     var actor: String
+    /// Where a user's or token's request came from.
+    var origin: String?
+    /// The log filtered to this actor.
+    var actorURL: String
     var action: String
     var tenant: String?
     var target: String?
@@ -18,6 +32,9 @@ struct AuditRow: Sendable {
     init(_ entry: AuditEntry) {
         at = DashboardFormat.time(entry.at)
         actor = entry.actor
+        actorURL = "/dashboard/audit?" + FormEncoding.encode([("actor", entry.actor)])
+        let origin = [entry.actorAddress, entry.actorUserAgent.map { String($0.prefix(60)) }].compactMap { $0 }.joined(separator: " · ")
+        self.origin = origin.isEmpty ? nil : origin
         action = entry.action
         tenant = entry.tenantId
         target = entry.target

@@ -7,11 +7,11 @@ struct InsightsController: Sendable {
     var pages: DashboardPages { dashboard.pages }
 
     func register(on group: RouterGroup<DashboardContext>) {
-        group.signedIn("/t/:tenant/p/:product/insights", dashboard: dashboard, back: ProductsController.productPage).get { request, context -> Response in
+        group.signedIn("/t/:tenant/p/:product/insights", dashboard: dashboard, back: ProductsController.productPage).get(.insightsRead) { request, context -> Response in
             let (tenant, product, report) = try await load(request, context, extra: [])
             return pages.page("insights", InsightsView(chrome: pages.chrome("Insights · \(product.name)", context), tenant: tenant, product: product, report: report))
         }
-        group.signedIn("/t/:tenant/p/:product/insights.csv", dashboard: dashboard, back: ProductsController.productPage).get { request, context -> Response in
+        group.signedIn("/t/:tenant/p/:product/insights.csv", dashboard: dashboard, back: ProductsController.productPage).get(.insightsRead) { request, context -> Response in
             let table = try InsightsCSV(query: request.uri.queryParameters.get("table"))
             let (tenant, product, report) = try await load(request, context, extra: ["table"])
             return table.response(report, tenantId: tenant.id, productId: product.id)

@@ -76,6 +76,7 @@ struct MailRow: Sendable {
         case .expiryReminder: kind = "reminder: license ends in \(days)"
         case .updatesReminder: kind = "reminder: updates end in \(days)"
         case .accountLink: kind = "sign-in link"
+        case .teamInvitation: kind = "team invitation"
         }
         to = job.toAddress
         status = job.status.rawValue

@@ -33,44 +33,46 @@ struct LicensesController: Sendable {
 
     func register(on group: RouterGroup<DashboardContext>) {
         let list = group.signedIn("/t/:tenant/p/:product/licenses", dashboard: dashboard, back: Self.listPage)
-        list.get { request, context -> Response in
+        list.get(.licensesRead) { request, context -> Response in
             try await listPage(request, context)
         }
-        list.post(form: CreateLicenseForm.self) { form, _, context -> Response in
+        list.post(.licensesWrite, form: CreateLicenseForm.self) { form, _, context -> Response in
             let (tenantId, productId) = ProductsController.ids(context)
             let (license, key) = try await admin.createLicense(tenantId: tenantId, productId: productId, CreateLicenseRequest(
                 key_type_id: form.keyTypeId, license_key: nil, customer_email: form.customerEmail, expires_at: nil, updates_until: nil, send_email: form.sendEmail ? true : nil
             ), actor: try context.requireUser().actor)
             return pages.page("license", try await licenseView(tenantId, productId, license.id, context, newKey: key.text))
         }
-        group.signedIn("/t/:tenant/p/:product", dashboard: dashboard).get("/licenses.csv") { request, context -> Response in
+        group.signedIn("/t/:tenant/p/:product", dashboard: dashboard).get("/licenses.csv", .licensesRead) { request, context -> Response in
             let (tenantId, productId) = ProductsController.ids(context)
             return try await LicenseCSV.response(admin, tenantId: tenantId, productId: productId, filters: try LicenseQuery(reading: { request.uri.queryParameters.get($0) }, fixedLimit: LicenseCSV.pageSize))
         }
 
         let license = group.signedIn("/t/:tenant/p/:product/licenses/:id", dashboard: dashboard, back: Self.licensePage)
-        license.get { _, context -> Response in
+        license.get(.licensesRead) { _, context -> Response in
             pages.page("license", try await licenseView(
                 try context.parameters.require("tenant"), try context.parameters.require("product"), try context.parameters.require("id"), context, newKey: nil
             ))
         }
-        license.post("/:action") { _, context -> Response in
+        license.post("/:action", .licensesWrite) { _, context -> Response in
             let (tenantId, productId) = ProductsController.ids(context)
             let (id, actor) = (try context.parameters.require("id"), try context.requireUser().actor)
             let action = try context.parameters.require("action")
             let statuses: [String: LicenseStatus] = ["revoke": .revoked, "suspend": .suspended, "reinstate": .active]
-            if let status = statuses[action] {
-                _ = try await admin.setStatus(tenantId: tenantId, productId: productId, id: id, to: status, action: "license.\(action)", actor: actor)
-                pages.flash(context, "License \(status == .active ? "reinstated" : status.rawValue).")
-                return .redirect(to: Self.licensePage(context))
-            }
-            guard action == "remint" else { throw APIError.notFound("Action") }
+            guard let status = statuses[action] else { throw APIError.notFound("Action") }
+            _ = try await admin.setStatus(tenantId: tenantId, productId: productId, id: id, to: status, action: "license.\(action)", actor: actor)
+            pages.flash(context, "License \(status == .active ? "reinstated" : status.rawValue).")
+            return .redirect(to: Self.licensePage(context))
+        }
+        license.post("/remint", .licensesRemint) { _, context -> Response in
+            let (tenantId, productId) = ProductsController.ids(context)
+            let (id, actor) = (try context.parameters.require("id"), try context.requireUser().actor)
             let (_, key) = try await admin.remint(tenantId: tenantId, productId: productId, id: id, actor: actor)
             var view = try await licenseView(tenantId, productId, id, context, newKey: key.text)
             view.chrome.flash = "New key minted; the old key no longer works."
             return pages.page("license", view)
         }
-        license.post("/edit", form: LicenseEditForm.self) { form, _, context -> Response in
+        license.post("/edit", .licensesWrite, form: LicenseEditForm.self) { form, _, context -> Response in
             let (tenantId, productId) = ProductsController.ids(context)
             let id = try context.parameters.require("id")
             let current = try await admin.license(tenantId: tenantId, productId: productId, id: id)
@@ -87,7 +89,7 @@ struct LicensesController: Sendable {
                 : "License saved.")
             return .redirect(to: Self.licensePage(context))
         }
-        license.post("/renew", form: LicenseRenewForm.self) { form, _, context -> Response in
+        license.post("/renew", .licensesWrite, form: LicenseRenewForm.self) { form, _, context -> Response in
             let (tenantId, productId) = ProductsController.ids(context)
             var edit = LicenseEdit()
             edit.renewal = try form.renewal()
@@ -96,16 +98,16 @@ struct LicensesController: Sendable {
             pages.flash(context, "Renewed: \(edit.renewal?.field == .updatesUntil ? "updates until" : "expires") \(date.map(DashboardFormat.day) ?? "never").")
             return .redirect(to: Self.licensePage(context))
         }
-        license.post("/email", form: ResendForm.self) { form, _, context -> Response in
+        license.post("/email", .licensesMail, form: ResendForm.self) { form, _, context -> Response in
             let (tenantId, productId) = ProductsController.ids(context)
             let (_, to) = try await admin.resendEmail(
                 tenantId: tenantId, productId: productId, id: try context.parameters.require("id"),
-                ResendEmailRequest(customer_email: form.customerEmail), actor: try context.requireUser().actor
+                ResendEmailRequest(customer_email: form.customerEmail), by: try context.requireUser().principal
             )
             pages.flash(context, "The key is queued to \(to).")
             return .redirect(to: Self.licensePage(context))
         }
-        license.post("/offline-response", form: OfflineRequestForm.self) { form, _, context -> Response in
+        license.post("/offline-response", .licensesWrite, form: OfflineRequestForm.self) { form, _, context -> Response in
             let (tenantId, productId) = ProductsController.ids(context)
             guard let text = form.request else { throw APIError.invalidRequest("Paste the activation request.") }
             let product = try await admin.requireProduct(tenantId: tenantId, productId: productId)
@@ -116,7 +118,7 @@ struct LicensesController: Sendable {
             )
             return pages.renderer.download(response)
         }
-        license.post("/instances/:instance/deactivate") { _, context -> Response in
+        license.post("/instances/:instance/deactivate", .seatsFree) { _, context -> Response in
             let (tenantId, productId) = ProductsController.ids(context)
             try await admin.deactivateInstance(
                 tenantId: tenantId, productId: productId, licenseId: try context.parameters.require("id"),

@@ -48,12 +48,12 @@ struct MailSettingsController: Sendable {
 
     func register(on group: RouterGroup<DashboardContext>) {
         let mail = group.signedIn("/t/:tenant/mail", dashboard: dashboard, back: Self.page)
-        mail.get { _, context -> Response in
+        mail.get(.mailSettingsRead) { _, context -> Response in
             let tenantId = TenantsController.tenantId(context)
             let settings = try await admin.mailSettings(tenantId: tenantId)
             return pages.page("mail_settings", try await view(tenantId, context, fields: .init(settings)))
         }
-        mail.post(form: MailSettingsForm.self) { form, _, context -> Response in
+        mail.post(.mailSettingsWrite, form: MailSettingsForm.self) { form, _, context -> Response in
             let tenantId = TenantsController.tenantId(context)
             do {
                 _ = try await admin.setMailSettings(tenantId: tenantId, form.settings, actor: try context.requireUser().actor)
@@ -66,15 +66,15 @@ struct MailSettingsController: Sendable {
             pages.flash(context, "Mail settings saved.")
             return .redirect(to: Self.page(context))
         }
-        mail.post("/reset") { _, context -> Response in
+        mail.post("/reset", .mailSettingsWrite) { _, context -> Response in
             _ = try await admin.setMailSettings(tenantId: TenantsController.tenantId(context), MailSettings(), actor: try context.requireUser().actor)
             pages.flash(context, "Mail settings reset to the defaults.")
             return .redirect(to: Self.page(context))
         }
-        mail.get("/preview") { _, context -> Response in
+        mail.get("/preview", .mailSettingsRead) { _, context -> Response in
             preview(try await admin.previewMail(tenantId: TenantsController.tenantId(context), nil))
         }
-        mail.post("/preview", form: MailSettingsForm.self) { form, _, context -> Response in
+        mail.post("/preview", .mailSettingsRead, form: MailSettingsForm.self) { form, _, context -> Response in
             do {
                 return preview(try await admin.previewMail(tenantId: TenantsController.tenantId(context), form.settings))
             } catch let error as APIError where error.status == .badRequest {

@@ -33,10 +33,10 @@ struct MerchantsController: Sendable {
     func register(on group: RouterGroup<DashboardContext>) {
         for provider in MerchantProvider.allCases {
             let page = group.signedIn(RouterPath("/t/:tenant/\(provider.rawValue)"), dashboard: dashboard, back: { Self.page($0, provider) })
-            page.get { _, context -> Response in
+            page.get(.paymentsRead) { _, context -> Response in
                 pages.page("merchant", try await view(provider, context))
             }
-            page.post("/events/:event/retry") { _, context -> Response in
+            page.post("/events/:event/retry", .paymentsWrite) { _, context -> Response in
                 let outcome = try await admin.retryMerchantEvent(
                     tenantId: TenantsController.tenantId(context), provider: provider, id: try context.parameters.require("event"), actor: try context.requireUser().actor
                 )
@@ -47,14 +47,14 @@ struct MerchantsController: Sendable {
                 }
                 return .redirect(to: Self.page(context, provider))
             }
-            page.post("/disconnect") { _, context -> Response in
+            page.post("/disconnect", .paymentsWrite) { _, context -> Response in
                 try await admin.deleteMerchantSettings(tenantId: TenantsController.tenantId(context), provider: provider, actor: try context.requireUser().actor)
                 pages.flash(context, "\(provider.displayName) disconnected: its webhook now answers 404.")
                 return .redirect(to: Self.page(context, provider))
             }
             switch provider {
             case .paddle:
-                page.post(form: PaddleForm.self) { form, _, context -> Response in
+                page.post(.paymentsWrite, form: PaddleForm.self) { form, _, context -> Response in
                     let apiKey: String?? = form.removeAPIKey ? .some(nil) : form.apiKey.map { .some($0) } ?? .none
                     _ = try await admin.setMerchantSettings(
                         tenantId: TenantsController.tenantId(context), provider: .paddle, webhookSecret: form.webhookSecret, apiKey: apiKey,
@@ -63,7 +63,7 @@ struct MerchantsController: Sendable {
                     return saved(context, provider)
                 }
             case .lemonSqueezy:
-                page.post(form: LemonSqueezyForm.self) { form, _, context -> Response in
+                page.post(.paymentsWrite, form: LemonSqueezyForm.self) { form, _, context -> Response in
                     _ = try await admin.setMerchantSettings(
                         tenantId: TenantsController.tenantId(context), provider: .lemonSqueezy, webhookSecret: form.webhookSecret,
                         acceptTestMode: form.acceptTestMode, actor: try context.requireUser().actor
@@ -71,7 +71,7 @@ struct MerchantsController: Sendable {
                     return saved(context, provider)
                 }
             case .polar:
-                page.post(form: PolarForm.self) { form, _, context -> Response in
+                page.post(.paymentsWrite, form: PolarForm.self) { form, _, context -> Response in
                     _ = try await admin.setMerchantSettings(
                         tenantId: TenantsController.tenantId(context), provider: .polar, webhookSecret: form.webhookSecret, actor: try context.requireUser().actor
                     )

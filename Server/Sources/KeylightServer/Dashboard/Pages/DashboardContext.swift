@@ -14,13 +14,26 @@ struct DashboardSession: Codable, Sendable, Equatable {
     var flashError: String? = nil
     /// ``DashboardAccounts/credentialStamp(_:)`` of the user at sign-in.
     var credential: String? = nil
+    /// The session's row in the user's session list (`dashboard_user_sessions`): ended there, or
+    /// idle too long, it is signed out. Sessions made before the list existed have none.
+    var sid: String? = nil
+    /// The password was right but the second factor is still to come: nothing but that page opens.
+    var awaitingSecondFactor: Bool? = nil
+    /// When the password (and the second factor) were last given, for actions that ask again
+    /// after ten minutes.
+    var confirmedAt: Int64? = nil
 }
 
 /// Who is signed in, for one request (set by ``DashboardAuthMiddleware``).
 struct SignedInUser: Sendable {
+    var id: String
     var email: String
     var csrf: String
-    var actor: AuditActor { AuditActor("user:\(email)") }
+    /// The user's memberships, and the request's address and user agent for the audit log.
+    var principal: Principal
+    /// The session's row in the session list.
+    var sid: String
+    var actor: AuditActor { principal.actor }
 }
 
 /// The request context of `/dashboard` routes: the parent's storage plus the session. Only
@@ -29,6 +42,8 @@ struct DashboardContext: ChildRequestContext, SessionRequestContext {
     var coreContext: CoreRequestContextStorage
     let sessions: SessionContext<DashboardSession>
     let rateLimitKey: IPAddress
+    /// The client's address (for the audit log and sign-in throttling).
+    let client: IPAddress?
     /// The signed-in user, on routes behind ``DashboardAuthMiddleware``.
     var user: SignedInUser?
     /// The posted form, read (bounded) and CSRF-checked by ``DashboardAuthMiddleware``.
@@ -37,6 +52,7 @@ struct DashboardContext: ChildRequestContext, SessionRequestContext {
     init(context: KeylightRequestContext) throws {
         coreContext = context.coreContext
         rateLimitKey = context.rateLimitKey
+        client = context.client
         sessions = SessionContext()
     }
 

@@ -28,6 +28,8 @@ struct DashboardRenderer: Sendable {
         ("mail_settings", PackageResources.mail_settings_mustache), ("merchant", PackageResources.merchant_mustache), ("mail_preview", PackageResources.mail_preview_mustache),
         ("insights", PackageResources.insights_mustache),
         ("portal_layout", PackageResources.portal_layout_mustache), ("portal", PackageResources.portal_mustache), ("account", PackageResources.account_mustache),
+        ("webhooks", PackageResources.webhooks_mustache), ("team", PackageResources.team_mustache), ("tokens", PackageResources.tokens_mustache),
+        ("security", PackageResources.security_mustache), ("credentials", PackageResources.credentials_mustache),
     ]
 
     static func load() async throws -> DashboardRenderer {

@@ -13,6 +13,7 @@ struct Chrome: Sendable {
     var tenantsNav: Bool
     var keysNav: Bool
     var auditNav: Bool
+    var accountNav: Bool
 
     init(title: String, email: String?, csrf: String, flash: String? = nil, error: String? = nil, section: DashboardSection = .tenants) {
         self.title = title
@@ -23,12 +24,13 @@ struct Chrome: Sendable {
         tenantsNav = section == .tenants
         keysNav = section == .signingKeys
         auditNav = section == .audit
+        accountNav = section == .account
     }
 }
 
 /// The dashboard's top-level sections (the navigation bar).
 enum DashboardSection: Sendable {
-    case tenants, signingKeys, audit
+    case tenants, signingKeys, audit, account
 }
 
 /// `error.mustache`.

@@ -85,7 +85,7 @@ struct ProductsController: Sendable {
     }
 
     func register(on group: RouterGroup<DashboardContext>) {
-        group.signedIn("/t/:tenant/products", dashboard: dashboard, back: TenantsController.tenantPage).post(form: CreateProductForm.self) { form, request, context -> Response in
+        group.signedIn("/t/:tenant/products", dashboard: dashboard, back: TenantsController.tenantPage).post(.productsWrite, form: CreateProductForm.self) { form, request, context -> Response in
             let tenantId = TenantsController.tenantId(context)
             let (product, sdkKey) = try await admin.createProduct(tenantId: tenantId, CreateProductRequest(
                 id: form.id, name: form.name, key_prefix: form.keyPrefix?.uppercased(),
@@ -98,10 +98,10 @@ struct ProductsController: Sendable {
         }
 
         let product = group.signedIn("/t/:tenant/p/:product", dashboard: dashboard, back: Self.productPage)
-        product.get { request, context -> Response in
+        product.get(.productsRead) { request, context -> Response in
             pages.page("product", try await productView(try context.parameters.require("tenant"), try context.parameters.require("product"), request, context))
         }
-        product.post(form: UpdateProductForm.self) { form, _, context -> Response in
+        product.post(.productsWrite, form: UpdateProductForm.self) { form, _, context -> Response in
             let (tenantId, productId) = Self.ids(context)
             _ = try await admin.requireProduct(tenantId: tenantId, productId: productId)
             _ = try await admin.updateProduct(tenantId: tenantId, productId: productId, UpdateProductRequest(
@@ -111,7 +111,7 @@ struct ProductsController: Sendable {
             pages.flash(context, "Product saved.")
             return .redirect(to: Self.productPage(context))
         }
-        product.post("/key-types", form: CreateKeyTypeForm.self) { form, _, context -> Response in
+        product.post("/key-types", .productsWrite, form: CreateKeyTypeForm.self) { form, _, context -> Response in
             let (tenantId, productId) = Self.ids(context)
             let entitlements = (form.entitlements ?? "").split(whereSeparator: { $0 == "," || $0 == " " }).map(String.init)
             // Range-checked before the multiplication: a form value near Int.max must be a 400, not a trap.
@@ -133,7 +133,7 @@ struct ProductsController: Sendable {
             pages.flash(context, "Key type \(keyType.displayName) created.")
             return .redirect(to: Self.productPage(context))
         }
-        product.post("/key-types/:keyType/stripe", form: KeyTypeStripeForm.self) { form, _, context -> Response in
+        product.post("/key-types/:keyType/stripe", .productsWrite, form: KeyTypeStripeForm.self) { form, _, context -> Response in
             let (tenantId, productId) = Self.ids(context)
             _ = try await admin.updateKeyType(
                 tenantId: tenantId, productId: productId, id: try context.parameters.require("keyType"),
@@ -142,7 +142,7 @@ struct ProductsController: Sendable {
             pages.flash(context, "Stripe price saved.")
             return .redirect(to: Self.productPage(context))
         }
-        product.post("/key-types/:keyType/merchants", form: KeyTypeMerchantsForm.self) { form, _, context -> Response in
+        product.post("/key-types/:keyType/merchants", .productsWrite, form: KeyTypeMerchantsForm.self) { form, _, context -> Response in
             let (tenantId, productId) = Self.ids(context)
             _ = try await admin.updateKeyType(
                 tenantId: tenantId, productId: productId, id: try context.parameters.require("keyType"),
@@ -153,7 +153,7 @@ struct ProductsController: Sendable {
             pages.flash(context, "Merchant-of-record mapping saved.")
             return .redirect(to: Self.productPage(context))
         }
-        product.post("/appstore", form: AppStoreForm.self) { form, _, context -> Response in
+        product.post("/appstore", .productsWrite, form: AppStoreForm.self) { form, _, context -> Response in
             let (tenantId, productId) = Self.ids(context)
             _ = try await admin.requireProduct(tenantId: tenantId, productId: productId)
             let environments = [form.production ? "Production" : nil, form.sandbox ? "Sandbox" : nil].compactMap { $0 }

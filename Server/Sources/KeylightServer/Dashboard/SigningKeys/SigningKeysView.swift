@@ -5,6 +5,8 @@ import KeylightSigning
 struct SigningKeysView: Sendable {
     var chrome: Chrome
     var tenants: [TenantSigningKeys]
+    /// Owners of every tenant only.
+    var canRotateAll: Bool
 }
 
 /// One tenant's keys on the signing-keys page, with what its next app build must trust.
@@ -15,8 +17,10 @@ struct TenantSigningKeys: Sendable {
     /// The prepared key, if any (rotation promotes it).
     var next: String?
     var trustedKeys: String
+    var canRotate: Bool
 
-    init(id: String, name: String, keys: KeyRing.TenantKeys?) {
+    init(id: String, name: String, keys: KeyRing.TenantKeys?, canRotate: Bool) {
+        self.canRotate = canRotate
         self.id = id
         self.name = name
         self.keys = (keys?.rows ?? []).reversed().map(SigningKeyListRow.init)

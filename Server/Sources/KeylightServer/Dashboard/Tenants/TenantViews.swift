@@ -4,6 +4,7 @@
 struct HomeView: Sendable {
     var chrome: Chrome
     var tenants: [TenantCard]
+    var canCreateTenant: Bool
 }
 
 struct TenantCard: Sendable {
@@ -35,14 +36,38 @@ struct TenantView: Sendable {
     var checkoutKeySet: Bool
     /// Shown once, right after it was made.
     var newCheckoutKey: String?
-    var newEndpointSecret: String?
-    var endpoints: [EndpointRow]
-    var deliveries: [DeliveryRow]
-    var eventTypes: [EventTypeOption]
+    var endpointCount: Int
+    /// Which sections the user's role shows.
+    var access: TenantAccess
     /// Stripe events that named a product or key type the tenant lacks: kept, retryable.
     var unappliedStripeEvents: [PaymentEventRow]
     /// Stored, not computed: templates see stored properties only.
     var hasUnappliedStripeEvents: Bool
+}
+
+/// What a member may see and do in a tenant, for the pages to show only that (the routes check
+/// it again).
+struct TenantAccess: Sendable {
+    var payments: Bool
+    var webhooks: Bool
+    var mail: Bool
+    var team: Bool
+    var tokens: Bool
+    var teamOrTokens: Bool
+    var productsWrite: Bool
+    var licensesWrite: Bool
+
+    init(_ principal: Principal, tenantId: String, productId: String? = nil) {
+        func holds(_ permission: Permission) -> Bool { principal.holds(permission, tenantId: tenantId, productId: productId) }
+        payments = holds(.paymentsRead)
+        webhooks = holds(.webhooksRead)
+        mail = holds(.mailSettingsRead)
+        team = holds(.usersManage)
+        tokens = holds(.tokensManage)
+        teamOrTokens = team || tokens
+        productsWrite = holds(.productsWrite)
+        licensesWrite = holds(.licensesWrite)
+    }
 }
 
 struct ProductRow: Sendable {
@@ -75,57 +100,3 @@ struct ProductRow: Sendable {
         appStoreSandbox = product.acceptedAppStoreEnvironments.contains("Sandbox")
     }
 }
-
-struct EndpointRow: Sendable {
-    var id: String
-    var url: String
-    var events: String
-    var enabled: Bool
-    var disabledReason: String?
-    var created: String
-
-    init(_ endpoint: WebhookEndpoint) {
-        id = endpoint.id
-        url = endpoint.url
-        events = endpoint.eventTypes.map(\.rawValue).joined(separator: ", ")
-        enabled = endpoint.enabled
-        disabledReason = endpoint.disabledReason
-        created = DashboardFormat.time(endpoint.createdAt)
-    }
-}
-
-struct DeliveryRow: Sendable {
-    var id: String
-    var endpointId: String
-    /// Ended deliveries whose event is still kept can be sent again.
-    var canRedeliver: Bool
-    var eventType: String
-    var eventId: String
-    var endpointURL: String
-    var status: String
-    var attempts: Int
-    var lastStatus: String
-    var lastError: String?
-    var created: String
-    var next: String?
-
-    init(_ delivery: WebhookDelivery, endpointURL: String) {
-        id = delivery.id
-        endpointId = delivery.endpointId
-        canRedeliver = delivery.status != .pending && delivery.sealedPayload != nil
-        eventType = delivery.eventType
-        eventId = delivery.eventId
-        self.endpointURL = endpointURL
-        status = delivery.status.rawValue
-        attempts = delivery.attempts
-        lastStatus = delivery.lastStatusCode.map(String.init) ?? "—"
-        lastError = delivery.lastError
-        created = DashboardFormat.time(delivery.createdAt)
-        next = delivery.status == .pending ? DashboardFormat.time(delivery.nextAttemptAt) : nil
-    }
-}
-
-struct EventTypeOption: Sendable {
-    var name: String
-}
-

@@ -22,77 +22,44 @@ struct TenantsController: Sendable {
         }
     }
 
-    struct EndpointForm: Decodable {
-        @FormText var url: String?
-        @FormList var events: [String]
-    }
-
     func register(on group: RouterGroup<DashboardContext>) {
         let overview = group.signedIn(dashboard: dashboard)
-        overview.get { _, context -> Response in
-            pages.page("home", HomeView(chrome: pages.chrome("Overview", context), tenants: try await tenantCards()))
+        overview.get(.tenantsRead) { _, context -> Response in
+            let principal = try context.requireUser().principal
+            return pages.page("home", HomeView(
+                chrome: pages.chrome("Overview", context), tenants: try await tenantCards(principal),
+                canCreateTenant: principal.holds(.tenantsCreate, tenantId: nil)
+            ))
         }
-        overview.post("/tenants", form: CreateTenantForm.self) { form, _, context -> Response in
+        overview.post("/tenants", .tenantsCreate, form: CreateTenantForm.self) { form, _, context -> Response in
             let tenant = try await admin.createTenant(CreateTenantRequest(id: form.id, name: form.name), actor: try context.requireUser().actor)
             pages.flash(context, "Tenant \(tenant.name) created.")
             return .redirect(to: "/dashboard/t/\(tenant.id)")
         }
 
         let tenant = group.signedIn("/t/:tenant", dashboard: dashboard, back: Self.tenantPage)
-        tenant.get { _, context -> Response in
+        tenant.get(.tenantsRead) { _, context -> Response in
             pages.page("tenant", try await tenantView(try context.parameters.require("tenant"), context))
         }
-        tenant.post("/stripe", form: StripeForm.self) { form, _, context -> Response in
+        tenant.post("/stripe", .paymentsWrite, form: StripeForm.self) { form, _, context -> Response in
             // Blank fields keep what is stored; only the box removes the secret key.
             let secretKey: String?? = form.removeSecretKey ? .some(nil) : form.secretKey.map { .some($0) } ?? .none
             try await admin.setStripe(tenantId: Self.tenantId(context), StripeSettingsRequest(webhookSecret: form.webhookSecret, secretKey: secretKey), actor: try context.requireUser().actor)
             pages.flash(context, "Stripe settings saved.")
             return .redirect(to: Self.tenantPage(context))
         }
-        tenant.post("/checkout-key") { _, context -> Response in
+        tenant.post("/checkout-key", .paymentsWrite) { _, context -> Response in
             let key = try await admin.rotateCheckoutKey(tenantId: Self.tenantId(context), actor: try context.requireUser().actor)
             var view = try await tenantView(Self.tenantId(context), context)
             view.newCheckoutKey = key
             return pages.page("tenant", view)
         }
-        tenant.post("/webhooks", form: EndpointForm.self) { form, _, context -> Response in
-            let (_, secret) = try await admin.createWebhookEndpoint(
-                tenantId: Self.tenantId(context), CreateWebhookEndpointRequest(url: form.url, events: form.events.isEmpty ? nil : form.events),
-                actor: try context.requireUser().actor
-            )
-            var view = try await tenantView(Self.tenantId(context), context)
-            view.newEndpointSecret = secret
-            return pages.page("tenant", view)
-        }
-        tenant.post("/webhooks/:endpoint/deliveries/:delivery/redeliver") { _, context -> Response in
-            let delivery = try await admin.redeliver(
-                tenantId: Self.tenantId(context), endpointId: try context.parameters.require("endpoint"),
-                deliveryId: try context.parameters.require("delivery"), actor: try context.requireUser().actor
-            )
-            pages.flash(context, "Delivery \(delivery.id) scheduled.")
-            return .redirect(to: Self.tenantPage(context))
-        }
-        tenant.post("/stripe/events/:event/retry") { _, context -> Response in
+        tenant.post("/stripe/events/:event/retry", .paymentsWrite) { _, context -> Response in
             let outcome = try await admin.retryStripeEvent(tenantId: Self.tenantId(context), id: try context.parameters.require("event"), actor: try context.requireUser().actor)
             if outcome == .unknownProduct {
                 pages.flash(context, error: "The event still names a product or key type this tenant does not have.")
             } else {
                 pages.flash(context, "Stripe event applied: \(outcome.rawValue).")
-            }
-            return .redirect(to: Self.tenantPage(context))
-        }
-        tenant.post("/webhooks/:endpoint/:action") { _, context -> Response in
-            let (tenantId, endpoint, actor) = (Self.tenantId(context), try context.parameters.require("endpoint"), try context.requireUser().actor)
-            switch try context.parameters.require("action") {
-            case "enable", "disable":
-                let enabled = context.parameters.get("action") == "enable"
-                _ = try await admin.setWebhookEndpointEnabled(tenantId: tenantId, id: endpoint, UpdateWebhookEndpointRequest(enabled: enabled), actor: actor)
-                pages.flash(context, enabled ? "Endpoint enabled." : "Endpoint disabled; its pending deliveries were stopped.")
-            case "delete":
-                try await admin.deleteWebhookEndpoint(tenantId: tenantId, id: endpoint, actor: actor)
-                pages.flash(context, "Endpoint deleted.")
-            default:
-                throw APIError.notFound("Action")
             }
             return .redirect(to: Self.tenantPage(context))
         }
@@ -106,10 +73,10 @@ struct TenantsController: Sendable {
         "/dashboard/t/\(tenantId(context))"
     }
 
-    private func tenantCards() async throws -> [TenantCard] {
+    private func tenantCards(_ principal: Principal) async throws -> [TenantCard] {
         let now = admin.clock.unixSeconds
         var cards: [TenantCard] = []
-        for tenant in try await admin.tenants() {
+        for tenant in try await admin.visibleTenants(principal) {
             var products: [ProductCard] = []
             for product in try await admin.products(tenantId: tenant.id) {
                 let charts = try await ProductCharts.load(admin, tenantId: tenant.id, productId: product.id, now: now)
@@ -125,10 +92,9 @@ struct TenantsController: Sendable {
 
     private func tenantView(_ tenantId: String, _ context: DashboardContext) async throws -> TenantView {
         let tenant = try await admin.requireTenant(tenantId)
+        let access = TenantAccess(try context.requireUser().principal, tenantId: tenant.id)
         let stripe = try await admin.stripeSettings(tenantId: tenant.id)
-        let endpoints = try await admin.webhookEndpoints(tenantId: tenant.id)
-        let urls = Dictionary(endpoints.map { ($0.id, $0.url) }, uniquingKeysWith: { first, _ in first })
-        let deliveries = try await admin.webhookDeliveries(tenantId: tenant.id, limit: 20)
+        let endpointCount = access.webhooks ? try await admin.webhookEndpoints(tenantId: tenant.id).count : 0
         let unapplied = try await admin.unappliedStripeEvents(tenantId: tenant.id, limit: 20)
         var merchants: [MerchantCard] = []
         for provider in MerchantProvider.allCases {
@@ -142,10 +108,7 @@ struct TenantsController: Sendable {
             stripeConfigured: stripe != nil, stripeSecretKeySet: stripe?.sealedSecretKey != nil,
             merchants: merchants,
             checkoutKeySet: try await admin.checkoutKeySet(tenantId: tenant.id),
-            newCheckoutKey: nil, newEndpointSecret: nil,
-            endpoints: endpoints.map(EndpointRow.init),
-            deliveries: deliveries.map { DeliveryRow($0, endpointURL: urls[$0.endpointId] ?? $0.endpointId) },
-            eventTypes: WebhookEventType.allCases.map { EventTypeOption(name: $0.rawValue) },
+            newCheckoutKey: nil, endpointCount: endpointCount, access: access,
             unappliedStripeEvents: unapplied.map(PaymentEventRow.init),
             hasUnappliedStripeEvents: !unapplied.isEmpty
         )
