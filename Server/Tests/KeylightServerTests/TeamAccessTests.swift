@@ -546,6 +546,35 @@ import Testing
         }
     }
 
+    @Test func housekeepingForgetsOldSessionsThrottlesAndClosedInvitations() async throws {
+        var configured = try MailOutboxTests.harness()
+        configured.configuration.publicURL = "https://keys.example.com"
+        let harness = configured
+        try await harness.run { client in
+            _ = try await client.seed()
+            try await Self.member(client, "owner@acme.test", role: .owner)
+            let owner = try await Self.signedIn(client, "owner@acme.test")
+            _ = try await owner.get("/dashboard/t/acme/team")
+            _ = try await owner.post("/dashboard/t/acme/team/invite", [("email", "late@acme.test"), ("role", "support")])
+            _ = try await DashboardBrowser(client).signIn("owner@acme.test", "wrong password")
+            let database = client.database
+            #expect(try await client.count("SELECT COUNT(*) AS n FROM team_invitations WHERE sealed_token IS NOT NULL") == 1)
+            harness.clock.advance(by: 8 * 86_400)
+            let now = harness.clock.unixSeconds
+            try await database.purgeInvitations(now: now, closedBefore: now - 90 * 86_400)
+            // Expired: its link can never work, so its sealed token goes at once; the row stays a while.
+            #expect(try await client.count("SELECT COUNT(*) AS n FROM team_invitations WHERE sealed_token IS NOT NULL") == 0)
+            #expect(try await client.count("SELECT COUNT(*) AS n FROM team_invitations") == 1)
+            try await database.purgeUserSessions(before: now - 86_400)
+            try await database.purgeLoginThrottles(before: now - 86_400)
+            #expect(try await client.count("SELECT COUNT(*) AS n FROM dashboard_user_sessions") == 0)
+            #expect(try await client.count("SELECT COUNT(*) AS n FROM login_throttle") == 0)
+            harness.clock.advance(by: 90 * 86_400)
+            try await database.purgeInvitations(now: harness.clock.unixSeconds, closedBefore: harness.clock.unixSeconds - 90 * 86_400)
+            #expect(try await client.count("SELECT COUNT(*) AS n FROM team_invitations") == 0)
+        }
+    }
+
     @Test func theAuditLogNamesEachActorAndFiltersByActor() async throws {
         try await Harness().run { client in
             let seed = try await client.seed()

@@ -195,6 +195,9 @@ func assemble(
                 _ = try? await database.purgeLostKeyMails(finishedBefore: clock.unixSeconds - MailService.lostKeyRetentionDays * 86_400)
                 _ = try? await database.purgeSignInLinks(expiredBefore: clock.unixSeconds - 86_400)
                 _ = try? await database.purgeIdempotencyKeys(now: clock.unixSeconds)
+                _ = try? await database.purgeUserSessions(before: clock.unixSeconds - 86_400)
+                _ = try? await database.purgeLoginThrottles(before: clock.unixSeconds - 86_400)
+                _ = try? await database.purgeInvitations(now: clock.unixSeconds, closedBefore: clock.unixSeconds - 90 * 86_400)
             }),
         ],
         onServerRunning: onServerRunning,

@@ -97,4 +97,15 @@ extension Database {
             return true
         }
     }
+
+    /// Drops the sealed token of invitations that expired (their links can no longer work), and
+    /// forgets invitations closed before `closedBefore`.
+    func purgeInvitations(now: Int64, closedBefore: Int64) async throws {
+        try await write { db in
+            try await db.raw("UPDATE team_invitations SET sealed_token = NULL WHERE expires_at <= \(bind: now) AND sealed_token IS NOT NULL").run()
+            try await db.raw("""
+                DELETE FROM team_invitations WHERE expires_at < \(bind: closedBefore) OR accepted_at < \(bind: closedBefore) OR revoked_at < \(bind: closedBefore)
+                """).run()
+        }
+    }
 }

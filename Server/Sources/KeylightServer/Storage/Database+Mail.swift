@@ -43,12 +43,14 @@ extension Database {
         }
     }
 
-    /// Deletes finished lost-key mails older than `finishedBefore`; answers how many.
+    /// Deletes finished mails that belong to no license (lost-key requests, sign-in links,
+    /// invitations) older than `finishedBefore`; answers how many. A license's mails stay on its page.
     @discardableResult
     func purgeLostKeyMails(finishedBefore: Int64) async throws -> Int {
         try await write { db in
             try await db.raw("""
-                DELETE FROM mail_outbox WHERE kind = 'lost_keys' AND status <> 'pending' AND finished_at < \(bind: finishedBefore) RETURNING id
+                DELETE FROM mail_outbox WHERE kind IN ('lost_keys', 'account_link', 'team_invitation') AND status <> 'pending' AND finished_at < \(bind: finishedBefore)
+                RETURNING id
                 """).all().count
         }
     }
