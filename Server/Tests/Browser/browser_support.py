@@ -2,6 +2,9 @@
 
 Imported by dashboard_flow.py, portal_flow.py and mail_flow.py (Python puts a script's own
 folder first on its import path)."""
+import email
+import email.policy
+import glob
 import json
 import os
 import sys
@@ -70,3 +73,20 @@ def admin(base, token, method, path, body=None):
     )
     with urllib.request.urlopen(request, timeout=10) as response:
         return json.loads(response.read() or b"{}")
+
+
+def mails(folder):
+    """The mails the test SMTP server received into `folder`, oldest first: (envelope, parsed message)."""
+    found = []
+    for path in sorted(glob.glob(os.path.join(folder, "*.eml"))):
+        with open(path, "rb") as f:
+            message = email.message_from_bytes(f.read(), policy=email.policy.default)
+        with open(path[:-4] + ".json") as f:
+            found.append((json.load(f), message))
+    return found
+
+
+def post_form(driver, action_suffix, within=None):
+    """The POST form whose action ends with `action_suffix` (in `within`, or the page)."""
+    from selenium.webdriver.common.by import By
+    return (within or driver).find_element(By.CSS_SELECTOR, "form[method=post][action$='%s']" % action_suffix)

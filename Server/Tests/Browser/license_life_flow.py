@@ -16,9 +16,6 @@ sign-in link, gets the mail through aiosmtpd, signs in with it once, sees only t
 licenses, and the same link does not work a second time. Exits non-zero on the first failed
 check; never prints a license key.
 """
-import email
-import email.policy
-import glob
 import json
 import os
 import re
@@ -32,7 +29,7 @@ from selenium.webdriver.common.by import By
 from selenium.webdriver.support.ui import Select
 
 import browser_support
-from browser_support import browser, check, shot
+from browser_support import browser, check, post_form, shot
 
 BASE = os.environ["KEYLIGHT_URL"].rstrip("/")
 TOKEN = os.environ["KEYLIGHT_ADMIN_TOKEN"]
@@ -63,18 +60,7 @@ def sdk_activate(sdk_key, key, machine):
 
 
 def mails():
-    """The received mails, oldest first: (envelope, parsed message)."""
-    found = []
-    for path in sorted(glob.glob(os.path.join(MAIL, "*.eml"))):
-        with open(path, "rb") as f:
-            message = email.message_from_bytes(f.read(), policy=email.policy.default)
-        with open(path[:-4] + ".json") as f:
-            found.append((json.load(f), message))
-    return found
-
-
-def post_form(driver, action_suffix, within=None):
-    return (within or driver).find_element(By.CSS_SELECTOR, "form[method=post][action$='%s']" % action_suffix)
+    return browser_support.mails(MAIL)
 
 
 def facts(driver, scope="dl.facts"):

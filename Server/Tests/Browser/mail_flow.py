@@ -11,10 +11,6 @@ again to a corrected address. The buyer, key lost, asks the portal for it and ge
 stranger asking about an unknown address sees the same answer and no mail is sent. Exits
 non-zero on the first failed check.
 """
-import email
-import email.policy
-import glob
-import json
 import os
 import signal
 import sys
@@ -37,14 +33,7 @@ def admin(method, path, body=None):
 
 
 def mails():
-    """The received mails, oldest first: (envelope, parsed message)."""
-    found = []
-    for path in sorted(glob.glob(os.path.join(MAIL, "*.eml"))):
-        with open(path, "rb") as f:
-            message = email.message_from_bytes(f.read(), policy=email.policy.default)
-        with open(path[:-4] + ".json") as f:
-            found.append((json.load(f), message))
-    return found
+    return browser_support.mails(MAIL)
 
 
 def text_of(message):

@@ -92,6 +92,17 @@ import Testing
         return (key, codes)
     }
 
+    /// The link an invitation's mail carries, opened from its seal as the mail composer does.
+    static func invitationPath(_ client: Client, email: String) async throws -> String {
+        let row = try #require(try await client.database.sql.raw("""
+            SELECT id, sealed_token FROM team_invitations WHERE email = \(bind: email) ORDER BY created_at DESC LIMIT 1
+            """).first())
+        let id = try row.decode(column: "id", as: String.self)
+        let sealed = try row.decode(column: "sealed_token", as: String.self)
+        let token = String(decoding: try client.server.admin.sealer.open(sealed, context: TeamInvitations.sealContext(id: id)), as: UTF8.self)
+        return "/dashboard/invite/" + token
+    }
+
     static func between(_ text: String, _ start: String, _ end: String) -> String? {
         guard let from = text.range(of: start), let to = text[from.upperBound...].range(of: end) else { return nil }
         return String(text[from.upperBound..<to.lowerBound])
@@ -331,6 +342,67 @@ import Testing
         }
     }
 
+    @Test func whatAMemberHandedOutDiesWithTheirRights() async throws {
+        let harness = Harness()
+        try await harness.run { client in
+            _ = try await client.seed()
+            try await Self.member(client, "root@example.com", tenant: nil, role: .owner)
+            try await Self.member(client, "admin@acme.test", role: .owner)
+            let admin = try await Self.signedIn(client, "admin@acme.test")
+            _ = try await admin.get("/dashboard/t/acme/tokens")
+            let made = try await admin.post("/dashboard/t/acme/tokens", [("name", "forever"), ("role", "admin")])
+            let token = try #require(Self.between(made.text, #"id="new-token">"#, "</code>"))
+            #expect(try await client.admin(.get, "/tenants/acme/products", token: token).status == .ok)
+            // A token the admin's token makes, and one that one makes: they die with it.
+            let child = try await client.admin(.post, "/tokens", ["name": "child", "tenant_id": "acme", "role": "admin"], token: token)
+            let childToken = try #require(child["token"] as? String)
+            let grandchild = try #require(try await client.admin(.post, "/tokens", ["name": "grandchild", "tenant_id": "acme", "role": "support"], token: childToken)["token"] as? String)
+            _ = try await admin.get("/dashboard/t/acme/team")
+            _ = try await admin.post("/dashboard/t/acme/team/invite", [("email", "pal@acme.test"), ("role", "admin")])
+            let invitation = try await Self.invitationPath(client, email: "pal@acme.test")
+            // The server's owner demotes acme's owner to support: what they handed out goes at once.
+            let adminId = try #require(try await client.database.dashboardUser(email: "admin@acme.test")?.id)
+            try await client.server.admin.setMemberRole(tenantId: "acme", userId: adminId, role: "support", by: .owner(.adminToken))
+            #expect(try await client.admin(.get, "/tenants/acme/products", token: token).status == .unauthorized)
+            #expect(try await client.admin(.get, "/tenants/acme/products", token: childToken).status == .unauthorized)
+            #expect(try await client.admin(.get, "/tenants/acme/products", token: grandchild).status == .unauthorized)
+            #expect(try await DashboardBrowser(client).get(invitation).status == .notFound)
+            let reasons = try await client.database.auditLog(limit: 50).filter { $0.action == "token.revoke" }
+            #expect(reasons.count == 3)
+            // A token that expires hands out only tokens that expire no later.
+            let expiring = try await Self.token(client, ["name": "week", "tenant_id": "acme", "role": "admin", "expires_at": harness.clock.unixSeconds + 7 * 86_400])
+            #expect(try await client.admin(.post, "/tokens", ["name": "x", "tenant_id": "acme", "role": "support"], token: expiring).status == .badRequest)
+            #expect(try await client.admin(.post, "/tokens", ["name": "x", "tenant_id": "acme", "role": "support", "expires_at": harness.clock.unixSeconds + 86_400], token: expiring).status == .created)
+        }
+    }
+
+    @Test(arguments: StorageBackend.available)
+    func twoOwnersDemotingEachOtherAtOnceLeaveOne(backend: StorageBackend) async throws {
+        try await backend.with(poolSize: 8) { database in
+            for round in 0..<5 {
+                var ids: [String] = []
+                for name in ["a", "b"] {
+                    let id = "\(name)\(round)"
+                    try await database.sql.raw("""
+                        INSERT INTO dashboard_users (id, email, password_hash, failed_logins, locked_until, created_at) VALUES (\(bind: id), \(bind: id + "@x.test"), 'x', 0, 0, 1)
+                        """).run()
+                    ids.append(id)
+                }
+                try await database.sql.raw("DELETE FROM team_memberships").run()
+                for id in ids { try await database.setMembership(userId: id, email: id, tenantId: "*", role: .owner, now: 1, actor: .system) }
+                let outcomes = await withTaskGroup(of: Bool.self) { group in
+                    for id in ids {
+                        group.addTask { (try? await database.setMembership(userId: id, email: id, tenantId: "*", role: .admin, now: 2, actor: .system)) != nil }
+                    }
+                    return await group.reduce(into: [Bool]()) { $0.append($1) }
+                }
+                #expect(outcomes.filter { $0 }.count == 1, "round \(round): \(outcomes)")
+                let owners = try await database.sql.raw("SELECT COUNT(*) AS n FROM team_memberships WHERE role = 'owner'").first(decodingColumn: "n", as: Int.self)
+                #expect(owners == 1)
+            }
+        }
+    }
+
     // MARK: Second factor
 
     @Test func totpMatchesTheRFCVectorsEachCodeWorksOnceAndRecoveryCodesOnce() async throws {
@@ -480,6 +552,42 @@ import Testing
         }
     }
 
+    /// An owner without a second factor: a guesser slows the account down, but not the browser
+    /// the owner signed in with before, and waiting attempts do not make the wait longer.
+    @Test func aGuesserCannotKeepTheOwnersOwnBrowserOut() async throws {
+        let harness = Harness()
+        try await harness.run { client in
+            _ = try await client.seed()
+            try await Self.member(client, "owner@acme.test", role: .owner)
+            let owner = try await Self.signedIn(client, "owner@acme.test")
+            #expect(owner.cookies[DeviceCookie.name] != nil)
+            _ = try await owner.post("/dashboard/logout")
+            let attacker = DashboardBrowser(client)
+            _ = try await attacker.get("/dashboard/login")
+            var counted = 0
+            while counted < 8 {
+                let reply = try await attacker.post("/dashboard/login", [("email", "owner@acme.test"), ("password", "guess")])
+                if reply.status == .unauthorized { counted += 1 } else { harness.clock.advance(by: Int64(reply.headers[.retryAfter] ?? "1") ?? 1) }
+            }
+            let slowed = try await attacker.post("/dashboard/login", [("email", "owner@acme.test"), ("password", Self.password)])
+            let wait = try #require(slowed.headers[.retryAfter].flatMap { Int64($0) })
+            #expect(slowed.status == .tooManyRequests && wait == 8)
+            // The owner's browser has a throttle of its own.
+            #expect(try await owner.signIn("owner@acme.test", Self.password).location == "/dashboard")
+            // Attempts that meet a wait count nowhere: hammering does not push it further.
+            for _ in 0..<20 { _ = try await attacker.post("/dashboard/login", [("email", "owner@acme.test"), ("password", "guess")]) }
+            harness.clock.advance(by: wait)
+            #expect(try await DashboardBrowser(client).signIn("owner@acme.test", Self.password).location == "/dashboard")
+            // A device cookie made for another account, or tampered with, counts as none.
+            let sealer = client.server.admin.sealer
+            let other = try DeviceCookie.make(email: "someone@acme.test", now: harness.clock.unixSeconds, sealer: sealer)
+            #expect(DeviceCookie.throttleKey(other, email: "owner@acme.test", now: harness.clock.unixSeconds, sealer: sealer) == nil)
+            #expect(DeviceCookie.throttleKey(other + "x", email: "someone@acme.test", now: harness.clock.unixSeconds, sealer: sealer) == nil)
+            #expect(DeviceCookie.throttleKey(other, email: "someone@acme.test", now: harness.clock.unixSeconds + DeviceCookie.lifetime + 1, sealer: sealer) == nil)
+            #expect(DeviceCookie.throttleKey(other, email: "someone@acme.test", now: harness.clock.unixSeconds, sealer: sealer) != nil)
+        }
+    }
+
     @Test func theLastOwnerCannotBeRemovedOrDemoted() async throws {
         try await Harness().run { client in
             _ = try await client.seed()
@@ -522,8 +630,9 @@ import Testing
             _ = try await owner.get("/dashboard/t/acme/team")
             let invited = try await owner.post("/dashboard/t/acme/team/invite", [("email", "new@acme.test"), ("role", "support")])
             #expect(invited.status == .ok && invited.text.contains("Invitation mailed to new@acme.test"))
-            let link = try #require(Self.between(invited.text, #"id="invite-link">"#, "</code>"))
-            let path = String(link.dropFirst("https://keys.example.com".count))
+            // Mailed: the link is in the mail only, not shown to the inviter.
+            #expect(!invited.text.contains("/dashboard/invite/"))
+            let path = try await Self.invitationPath(client, email: "new@acme.test")
             let mail = try #require(try await client.database.sql.raw("SELECT kind, to_address FROM mail_outbox WHERE kind = 'team_invitation'").first())
             #expect(try mail.decode(column: "to_address", as: String.self) == "new@acme.test")
             // Accepting: a password, then signed in as support.
@@ -531,14 +640,19 @@ import Testing
             #expect(try await newcomer.get(path).status == .ok)
             let accepted = try await newcomer.post(path, [("password", "a long enough password")])
             #expect(accepted.status == .seeOther && accepted.location == "/dashboard/t/acme")
+            let welcome = try await newcomer.get("/dashboard/t/acme")
+            #expect(welcome.text.contains("Welcome: you are a member of acme as Support."))
+            // Support's menu leaves out what it cannot open.
+            #expect(!welcome.text.contains("href=\"/dashboard/signing-keys\"") && !welcome.text.contains("href=\"/dashboard/audit\""))
+            #expect(try await client.database.dashboardUser(email: "new@acme.test")?.lastLoginAt != nil)
             #expect(try await newcomer.get("/dashboard/t/acme/p/app/licenses").status == .ok)
             #expect(try await newcomer.get("/dashboard/t/acme/webhooks").status == .forbidden)
             // Used once.
             #expect(try await DashboardBrowser(client).get(path).status == .notFound)
             // Expired after 7 days.
             _ = try await owner.get("/dashboard/t/acme/team")
-            let late = try await owner.post("/dashboard/t/acme/team/invite", [("email", "late@acme.test"), ("role", "developer")])
-            let latePath = String(try #require(Self.between(late.text, #"id="invite-link">"#, "</code>")).dropFirst("https://keys.example.com".count))
+            _ = try await owner.post("/dashboard/t/acme/team/invite", [("email", "late@acme.test"), ("role", "developer")])
+            let latePath = try await Self.invitationPath(client, email: "late@acme.test")
             harness.clock.advance(by: 7 * 86_400 + 1)
             #expect(try await DashboardBrowser(client).get(latePath).status == .notFound)
             let actions = try await DashboardTests.auditActions(client)

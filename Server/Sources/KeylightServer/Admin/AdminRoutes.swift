@@ -57,14 +57,14 @@ struct AdminRoutes {
         admin.patch("/tenants/:tenant/products/:product", .productsWrite, body: UpdateProductRequest.self) { body, _, context in
             let product = try await service.updateProduct(
                 tenantId: try context.parameters.require("tenant"), productId: try context.parameters.require("product"),
-                body, actor: context.actor
+                body, by: try context.requirePrincipal()
             )
             return try JSONBody.response(ProductBody(product))
         }
         admin.post("/tenants/:tenant/products/:product/key-types", .productsWrite, body: CreateKeyTypeRequest.self) { body, _, context in
             let keyType = try await service.createKeyType(
                 tenantId: try context.parameters.require("tenant"), productId: try context.parameters.require("product"),
-                body, actor: context.actor
+                body, by: try context.requirePrincipal()
             )
             return try JSONBody.response(KeyTypeBody(keyType), status: .created)
         }
@@ -241,14 +241,14 @@ struct AdminRoutes {
                 return try JSONBody.response(["id": id, "outcome": outcome.rawValue])
             }
         }
-        admin.patch("/tenants/:tenant/products/:product/key-types/:id", .productsWrite, body: UpdateKeyTypeRequest.self) { body, _, context in
+        admin.patch("/tenants/:tenant/products/:product/key-types/:id", .paymentsWrite, body: UpdateKeyTypeRequest.self) { body, _, context in
             let keyType = try await service.updateKeyType(
                 tenantId: try context.parameters.require("tenant"), productId: try context.parameters.require("product"),
                 id: try context.parameters.require("id"), body, actor: context.actor
             )
             return try JSONBody.response(KeyTypeBody(keyType))
         }
-        admin.put("/tenants/:tenant/products/:product/key-types/:id/offers", .productsWrite, body: KeyTypeOffersRequest.self) { body, _, context in
+        admin.put("/tenants/:tenant/products/:product/key-types/:id/offers", .paymentsWrite, body: KeyTypeOffersRequest.self) { body, _, context in
             try JSONBody.response(try await service.setOffers(
                 tenantId: try context.parameters.require("tenant"), productId: try context.parameters.require("product"),
                 keyTypeId: try context.parameters.require("id"), body, actor: context.actor

@@ -30,7 +30,7 @@ extension AdminService {
         if record.lastUsedAt.map({ now - $0 >= 60 }) ?? true || record.lastUsedAddress != address {
             try await database.touchApiToken(id: record.id, now: now, address: address)
         }
-        return Principal(actor: record.actor.from(address: address, userAgent: userAgent), grants: [record.grant])
+        return Principal(actor: record.actor.from(address: address, userAgent: userAgent), grants: [record.grant], expiresAt: record.expiresAt)
     }
 
     /// A dashboard user's principal: their memberships.

@@ -35,7 +35,7 @@ extension AdminService {
         let token = String(AdminService.newSecret(prefix: "").prefix(43))
         let invitation = TeamInvitation(
             id: UUID().uuidString.lowercased(), tenantId: tenantId, email: email, role: role.rawValue,
-            invitedBy: principal.actor.name, createdAt: now, expiresAt: now + TeamInvitations.lifetime
+            invitedBy: principal.actor.name, invitedById: principal.actor.id, createdAt: now, expiresAt: now + TeamInvitations.lifetime
         )
         let mailed = mailBuyers && publicURL != nil
         try await database.createInvitation(

@@ -38,12 +38,16 @@ extension AdminService {
         guard principal.mayGrant(grant) else { throw APIError.grantBeyondOwn }
         let now = clock.unixSeconds
         if let expiresAt = body.expires_at, expiresAt <= now { throw APIError.invalidRequest("expires_at is in the past.") }
+        // A token made by an expiring token expires with it at the latest.
+        if let limit = principal.expiresAt, (body.expires_at ?? .max) > limit {
+            throw APIError.invalidRequest("This token expires at \(limit): a token it makes must set expires_at no later.")
+        }
         let token = AdminToken.generate()
         let record = ApiTokenRecord(
             id: "tok_" + UUID().uuidString.lowercased().replacingOccurrences(of: "-", with: "").prefix(20),
             name: name, tenantId: tenantId, productId: productId,
             permissions: body.role == nil ? grant.permissions.sorted().map(\.rawValue).joined(separator: ",") : nil,
-            role: grant.role?.rawValue, createdBy: principal.actor.name, createdAt: now, expiresAt: body.expires_at
+            role: grant.role?.rawValue, createdBy: principal.actor.name, createdById: principal.actor.id, createdAt: now, expiresAt: body.expires_at
         )
         try await database.insertApiToken(record, hash: AdminToken.hash(token), actor: principal.actor)
         return (record, token)

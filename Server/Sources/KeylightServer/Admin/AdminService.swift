@@ -87,7 +87,13 @@ final class AdminService: Sendable {
         return (product, sdkKey)
     }
 
-    func updateProduct(tenantId: String, productId: String, _ body: UpdateProductRequest, actor: AuditActor) async throws -> Product {
+    /// Edits a product. Which App Store app and environments mint licenses is a payment setting
+    /// (sandbox purchases cost nothing): it needs `payments:write` besides `products:write`.
+    func updateProduct(tenantId: String, productId: String, _ body: UpdateProductRequest, by principal: Principal) async throws -> Product {
+        if body.appstore_bundle_id != nil || body.appstore_environments != nil {
+            try authorize(principal, .paymentsWrite, tenantId: tenantId, productId: productId)
+        }
+        let actor = principal.actor
         let name = try body.name.map { name throws(APIError) in try Field.required(name, "name", max: 200) }
         if let days = body.trial_duration_days { _ = try Field.integer(days, "trial_duration_days", in: 0...3650) }
         let appStore = Database.AppStoreSettingsChange(
@@ -103,7 +109,12 @@ final class AdminService: Sendable {
         return product
     }
 
-    func createKeyType(tenantId: String, productId: String, _ body: CreateKeyTypeRequest, actor: AuditActor) async throws -> KeyType {
+    /// Creates a key type; one that names the Stripe price selling it needs `payments:write` too.
+    func createKeyType(tenantId: String, productId: String, _ body: CreateKeyTypeRequest, by principal: Principal) async throws -> KeyType {
+        if body.stripe_price_id != nil {
+            try authorize(principal, .paymentsWrite, tenantId: tenantId, productId: productId)
+        }
+        let actor = principal.actor
         _ = try await requireProduct(tenantId: tenantId, productId: productId)
         let id = try Field.pathId(body.id, "id")
         let displayName = try Field.required(body.display_name, "display_name", max: 200)

@@ -13,6 +13,8 @@ public struct ApiTokenRecord: Codable, Sendable, Hashable {
     public var role: String?
     /// The actor that made it (`user:…`, `token:…`).
     public var createdBy: String
+    /// The user's or token's id: revoking that token, or the user leaving, revokes this one.
+    public var createdById: String?
     public var createdAt: Int64
     public var expiresAt: Int64?
     public var lastUsedAt: Int64?
@@ -21,7 +23,7 @@ public struct ApiTokenRecord: Codable, Sendable, Hashable {
 
     enum CodingKeys: String, CodingKey {
         case id, name, permissions, role
-        case tenantId = "tenant_id", productId = "product_id", createdBy = "created_by", createdAt = "created_at"
+        case tenantId = "tenant_id", productId = "product_id", createdBy = "created_by", createdById = "created_by_id", createdAt = "created_at"
         case expiresAt = "expires_at", lastUsedAt = "last_used_at", lastUsedAddress = "last_used_address", revokedAt = "revoked_at"
     }
 
@@ -42,15 +44,15 @@ public struct ApiTokenRecord: Codable, Sendable, Hashable {
 
 extension Database {
     static let apiTokenColumns: SQLQueryString = """
-        id, name, tenant_id, product_id, permissions, role, created_by, created_at, expires_at, last_used_at, last_used_address, revoked_at
+        id, name, tenant_id, product_id, permissions, role, created_by, created_by_id, created_at, expires_at, last_used_at, last_used_address, revoked_at
         """
 
     func insertApiToken(_ token: ApiTokenRecord, hash: String, actor: AuditActor) async throws {
         try await write { db in
             try await db.raw("""
-                INSERT INTO api_tokens (id, name, token_hash, tenant_id, product_id, permissions, role, created_by, created_at, expires_at)
+                INSERT INTO api_tokens (id, name, token_hash, tenant_id, product_id, permissions, role, created_by, created_by_id, created_at, expires_at)
                 VALUES (\(bind: token.id), \(bind: token.name), \(bind: hash), \(bind: token.tenantId), \(bind: token.productId), \(bind: token.permissions),
-                        \(bind: token.role), \(bind: token.createdBy), \(bind: token.createdAt), \(bind: token.expiresAt))
+                        \(bind: token.role), \(bind: token.createdBy), \(bind: token.createdById), \(bind: token.createdAt), \(bind: token.expiresAt))
                 """).run()
             var details = ["token_id": token.id, "name": token.name]
             details["role"] = token.role
@@ -96,7 +98,8 @@ extension Database {
         }
     }
 
-    /// Revokes a token (audited); false when it was already revoked or is not there.
+    /// Revokes a token (audited), and every live token it made, and theirs; false when it was
+    /// already revoked or is not there.
     func revokeApiToken(id: String, now: Int64, actor: AuditActor) async throws -> Bool {
         try await write { db in
             guard let row = try await db.raw("""
@@ -106,7 +109,31 @@ extension Database {
             try await Self.audit(db, at: now, actor: actor, action: "token.revoke", tenantId: tenantId, target: id, details: [
                 "name": try row.decode(column: "name", as: String.self),
             ])
+            try await Self.revokeTokens(db, madeBy: id, tenantId: nil, now: now, actor: actor, reason: "its maker was revoked")
             return true
+        }
+    }
+
+    /// Inside a change: revokes the live tokens `creatorId` made (in one tenant, or in all for
+    /// nil), and the tokens those made, audited with `reason`.
+    static func revokeTokens(_ db: any SQLDatabase, madeBy creatorId: String, tenantId: String?, now: Int64, actor: AuditActor, reason: String) async throws {
+        var makers = [creatorId]
+        var depth = 0
+        while !makers.isEmpty, depth < 16 {
+            var query: SQLQueryString = "UPDATE api_tokens SET revoked_at = \(bind: now) WHERE created_by_id IN (\(binds: makers)) AND revoked_at IS NULL"
+            if let tenantId, depth == 0 { query += " AND tenant_id = \(bind: tenantId)" }
+            query += " RETURNING id, tenant_id, name"
+            let rows = try await db.raw(query).all()
+            makers = []
+            for row in rows {
+                let id = try row.decode(column: "id", as: String.self)
+                let tenant = try row.decodeNil(column: "tenant_id") ? nil : try row.decode(column: "tenant_id", as: String.self)
+                try await audit(db, at: now, actor: actor, action: "token.revoke", tenantId: tenant, target: id, details: [
+                    "name": try row.decode(column: "name", as: String.self), "reason": reason,
+                ])
+                makers.append(id)
+            }
+            depth += 1
         }
     }
 }

@@ -73,7 +73,9 @@ extension Database {
     /// Deletes a user with their memberships and sessions (audited); false when there is none
     /// with that email. The last owner of a tenant (or of every tenant) is not deleted.
     func deleteDashboardUser(email: String, now: Int64, actor: AuditActor) async throws -> Bool {
-        try await write { db in
+        let lock = lockRows(of: "m")
+        return try await write { db in
+            try await Self.lockOwners(db, lock)
             guard let id = try await db.raw("DELETE FROM dashboard_users WHERE email = \(bind: email) RETURNING id").first(decodingColumn: "id", as: String.self) else { return false }
             let owned = try await db.raw("""
                 DELETE FROM team_memberships WHERE user_id = \(bind: id) RETURNING tenant_id, role
@@ -81,6 +83,7 @@ extension Database {
                     (try? row.decode(column: "role", as: String.self)) == Role.owner.rawValue ? try? row.decode(column: "tenant_id", as: String.self) : nil
                 }
             for tenantId in owned { try await Self.requireOwner(db, tenantId: tenantId) }
+            try await Self.dropDelegations(db, of: id, tenantId: Membership.everyTenant, now: now, actor: actor)
             try await db.raw("DELETE FROM dashboard_recovery_codes WHERE user_id = \(bind: id)").run()
             try await Self.endAllUserSessions(db, userId: id, now: now)
             try await Self.audit(db, at: now, actor: actor, action: "dashboard_user.delete", tenantId: nil, target: email)

@@ -8,6 +8,8 @@ struct TeamInvitation: Codable, Sendable, Hashable {
     var email: String
     var role: String
     var invitedBy: String
+    /// The inviting user's id.
+    var invitedById: String?
     var createdAt: Int64
     var expiresAt: Int64
     var acceptedAt: Int64?
@@ -15,21 +17,21 @@ struct TeamInvitation: Codable, Sendable, Hashable {
 
     enum CodingKeys: String, CodingKey {
         case id, email, role
-        case tenantId = "tenant_id", invitedBy = "invited_by", createdAt = "created_at", expiresAt = "expires_at"
+        case tenantId = "tenant_id", invitedBy = "invited_by", invitedById = "invited_by_id", createdAt = "created_at", expiresAt = "expires_at"
         case acceptedAt = "accepted_at", revokedAt = "revoked_at"
     }
 }
 
 extension Database {
-    static let invitationColumns: SQLQueryString = "id, tenant_id, email, role, invited_by, created_at, expires_at, accepted_at, revoked_at"
+    static let invitationColumns: SQLQueryString = "id, tenant_id, email, role, invited_by, invited_by_id, created_at, expires_at, accepted_at, revoked_at"
 
     /// Records an invitation and queues its mail (when the server mails), in one transaction.
     func createInvitation(_ invitation: TeamInvitation, tokenHash: String, sealedToken: String, mail: Bool, actor: AuditActor) async throws {
         try await write { db in
             try await db.raw("""
-                INSERT INTO team_invitations (id, token_hash, tenant_id, email, role, sealed_token, invited_by, created_at, expires_at)
+                INSERT INTO team_invitations (id, token_hash, tenant_id, email, role, sealed_token, invited_by, invited_by_id, created_at, expires_at)
                 VALUES (\(bind: invitation.id), \(bind: tokenHash), \(bind: invitation.tenantId), \(bind: invitation.email), \(bind: invitation.role),
-                        \(bind: sealedToken), \(bind: invitation.invitedBy), \(bind: invitation.createdAt), \(bind: invitation.expiresAt))
+                        \(bind: sealedToken), \(bind: invitation.invitedBy), \(bind: invitation.invitedById), \(bind: invitation.createdAt), \(bind: invitation.expiresAt))
                 """).run()
             if mail {
                 try await Self.enqueueMail(db, tenantId: invitation.tenantId, kind: .teamInvitation, licenseId: invitation.id, to: invitation.email, at: invitation.createdAt)
@@ -96,6 +98,16 @@ extension Database {
             try await Self.audit(db, at: now, actor: actor, action: "member.invite_revoke", tenantId: tenantId, target: email, details: ["invitation_id": id])
             return true
         }
+    }
+
+    /// Inside a change: withdraws the open invitations a user sent (in one tenant, or all for nil).
+    static func withdrawInvitations(_ db: any SQLDatabase, sentBy userId: String, tenantId: String?, now: Int64) async throws {
+        var query: SQLQueryString = """
+            UPDATE team_invitations SET revoked_at = \(bind: now), sealed_token = NULL
+            WHERE invited_by_id = \(bind: userId) AND accepted_at IS NULL AND revoked_at IS NULL
+            """
+        if let tenantId { query += " AND tenant_id = \(bind: tenantId)" }
+        try await db.raw(query).run()
     }
 
     /// Drops the sealed token of invitations that expired (their links can no longer work), and

@@ -61,7 +61,9 @@ extension Database {
     /// Gives a user a role in a tenant (or `*`), replacing the one they had there (audited). A
     /// change that leaves the scope without an owner is refused.
     func setMembership(userId: String, email: String, tenantId: String, role: Role, now: Int64, actor: AuditActor) async throws {
+        let lock = lockRows(of: "m")
         try await write { db in
+            try await Self.lockOwners(db, lock)
             let previous = try await db.raw("""
                 SELECT role FROM team_memberships WHERE user_id = \(bind: userId) AND tenant_id = \(bind: tenantId)
                 """).first(decodingColumn: "role", as: String.self)
@@ -72,6 +74,9 @@ extension Database {
                 ON CONFLICT (user_id, tenant_id) DO UPDATE SET role = excluded.role
                 """).run()
             if previous == Role.owner.rawValue { try await Self.requireOwner(db, tenantId: tenantId) }
+            if let previous = previous.flatMap(Role.init(rawValue:)), !role.permissions.isSuperset(of: previous.permissions) {
+                try await Self.dropDelegations(db, of: userId, tenantId: tenantId, now: now, actor: actor)
+            }
             try await Self.audit(db, at: now, actor: actor, action: previous == nil ? "member.add" : "member.role", tenantId: Self.auditTenant(tenantId), target: email, details: [
                 "role": role.rawValue, "previous_role": previous ?? "",
             ].filter { !$0.value.isEmpty })
@@ -80,13 +85,32 @@ extension Database {
 
     /// Removes a user from a tenant (or `*`); refused for the last owner.
     func removeMembership(userId: String, email: String, tenantId: String, now: Int64, actor: AuditActor) async throws {
+        let lock = lockRows(of: "m")
         try await write { db in
+            try await Self.lockOwners(db, lock)
             guard let role = try await db.raw("""
                 DELETE FROM team_memberships WHERE user_id = \(bind: userId) AND tenant_id = \(bind: tenantId) RETURNING role
                 """).first(decodingColumn: "role", as: String.self) else { throw TeamChangeError.notFound }
             if role == Role.owner.rawValue { try await Self.requireOwner(db, tenantId: tenantId) }
+            try await Self.dropDelegations(db, of: userId, tenantId: tenantId, now: now, actor: actor)
             try await Self.audit(db, at: now, actor: actor, action: "member.remove", tenantId: Self.auditTenant(tenantId), target: email, details: ["role": role])
         }
+    }
+
+    /// Inside a change that takes rights from a member: the tokens they made and the invitations
+    /// they sent there (everywhere, for every tenant) go too, so nothing they handed out outlives
+    /// their own rights.
+    static func dropDelegations(_ db: any SQLDatabase, of userId: String, tenantId: String, now: Int64, actor: AuditActor) async throws {
+        let scope = tenantId == Membership.everyTenant ? nil : tenantId
+        try await revokeTokens(db, madeBy: userId, tenantId: scope, now: now, actor: actor, reason: "its maker lost the rights it came from")
+        try await withdrawInvitations(db, sentBy: userId, tenantId: scope, now: now)
+    }
+
+    /// Where the database locks rows (PostgreSQL), a change that can take an owner away first
+    /// locks every owner's row, so two owners demoting each other at once cannot both pass the
+    /// check below on what the other has not committed yet (SQLite writes one at a time anyway).
+    static func lockOwners(_ db: any SQLDatabase, _ lock: SQLQueryString) async throws {
+        _ = try await db.raw("SELECT m.user_id FROM team_memberships m WHERE m.role = 'owner'\(lock)").all()
     }
 
     /// Inside a change: the scope still has an owner. A tenant counts the owners of every tenant

@@ -30,6 +30,8 @@ extension Migration {
             .column("role", type: .text, .notNull)
             .column("sealed_token", type: .text)
             .column("invited_by", type: .text, .notNull)
+            // The inviting user's id: their open invitations are withdrawn when they leave or lose rights.
+            .column("invited_by_id", type: .text)
             .column("created_at", type: .bigint, .notNull)
             .column("expires_at", type: .bigint, .notNull)
             .column("accepted_at", type: .bigint)
@@ -46,6 +48,8 @@ extension Migration {
             .column("permissions", type: .text)
             .column("role", type: .text)
             .column("created_by", type: .text, .notNull)
+            // The user's or token's id: a token dies with the rights of whoever made it.
+            .column("created_by_id", type: .text)
             .column("created_at", type: .bigint, .notNull)
             .column("expires_at", type: .bigint)
             .column("last_used_at", type: .bigint)
@@ -53,6 +57,7 @@ extension Migration {
             .column("revoked_at", type: .bigint)
             .run()
         try await db.create(index: "api_tokens_by_tenant").on("api_tokens").column("tenant_id").column("created_at").run()
+        try await db.create(index: "api_tokens_by_creator").on("api_tokens").column("created_by_id").run()
         // The dashboard's sessions as their user sees them: a session whose row is gone or ended
         // is signed out on its next request.
         try await db.create(table: "dashboard_user_sessions")

@@ -35,10 +35,13 @@ public struct AccessGrant: Sendable, Hashable {
 public struct Principal: Sendable {
     public var actor: AuditActor
     public var grants: [AccessGrant]
+    /// When the principal's own rights end (a token's expiry): what it hands out ends by then.
+    public var expiresAt: Int64?
 
-    public init(actor: AuditActor, grants: [AccessGrant]) {
+    public init(actor: AuditActor, grants: [AccessGrant], expiresAt: Int64? = nil) {
         self.actor = actor
         self.grants = grants
+        self.expiresAt = expiresAt
     }
 
     /// The server's owner: the bootstrap token, the `keylight` CLI on the server's machine.

@@ -70,7 +70,7 @@ struct AccountController: Sendable {
     }
 
     private func origin(_ request: Request, _ context: DashboardContext) -> RequestOrigin {
-        RequestOrigin(address: context.client.map { "\($0)" }, userAgent: request.headers[.userAgent])
+        RequestOrigin(address: context.client.map { "\($0)" }, userAgent: request.headers[.userAgent], device: request.cookies[DeviceCookie.name]?.value)
     }
 
     /// The posted form of a page before sign-in: its double-submit token must match the cookie.
@@ -157,6 +157,12 @@ struct AccountController: Sendable {
         )
         var response = Response.redirect(to: next)
         response.setCookie(loginCookie("", maxAge: 0))
+        // This browser has signed in to the account: its attempts get a throttle of their own.
+        let device = try DeviceCookie.make(email: user.email, now: dashboard.admin.clock.unixSeconds, sealer: dashboard.admin.sealer)
+        response.setCookie(Cookie(
+            name: DeviceCookie.name, value: device, maxAge: Int(DeviceCookie.lifetime), path: "/dashboard",
+            secure: dashboard.secureCookies, httpOnly: true, sameSite: .strict
+        ))
         return response
     }
 
@@ -213,8 +219,11 @@ struct AccountController: Sendable {
             }
         }
         guard let accepted = try await dashboard.admin.acceptInvitation(token: token, user: user, origin: origin) else { return try await invitationPage(context) }
-        pages.flash(context, "Welcome to \(accepted.tenantId).")
-        return try await startSession(user, request, context, next: "/dashboard/t/\(accepted.tenantId)")
+        try await accounts.recordSignIn(userId: user.id)
+        let response = try await startSession(user, request, context, next: "/dashboard/t/\(accepted.tenantId)")
+        // On the new session: a flash set before it was made would be lost with the old one.
+        pages.flash(context, "Welcome: you are a member of \(accepted.tenantId) as \(Role(rawValue: accepted.role)?.title ?? accepted.role).")
+        return response
     }
 
     // MARK: Pages

@@ -117,29 +117,38 @@ public struct DashboardAccounts: Sendable {
     }
 
     func signIn(email rawEmail: String, password: String, code: String? = nil, origin: RequestOrigin = RequestOrigin(), step: String = "password") async throws -> SignIn {
-        let result = try await checkSignIn(email: rawEmail, password: password, code: code, address: origin.address)
+        let result = try await checkSignIn(email: rawEmail, password: password, code: code, origin: origin)
         try await audit(result, email: rawEmail, origin: origin, step: step)
         return result
     }
 
-    private func checkSignIn(email rawEmail: String, password: String, code: String?, address: String?) async throws -> SignIn {
+    private func checkSignIn(email rawEmail: String, password: String, code: String?, origin: RequestOrigin) async throws -> SignIn {
+        let address = origin.address
         let email = rawEmail.trimmingCharacters(in: .whitespaces).lowercased()
         let now = clock.unixSeconds
         guard email.utf8.count <= 254, password.utf8.count <= 1_024 else {
             _ = try await hasher.verifyDecoy(password)
             return .wrongCredentials
         }
-        let keys = LoginThrottle.keys(email: email, address: address)
+        let device = DeviceCookie.throttleKey(origin.device, email: email, now: now, sealer: sealer)
+        let keys = LoginThrottle.keys(email: email, address: address, device: device)
         let waits = try await throttle.begin(keys: keys, now: now)
         if let wait = waits.longest {
-            // Slowed down by account only (the attempt was counted on its address): the right
-            // password with a valid second factor still gets in, so a guesser elsewhere cannot
-            // keep the owner out. The code is checked only behind the right password (no code is
-            // used up by a wrong one), and every answer is the same, so a guesser learns nothing.
-            guard waits.address == nil, let code, !code.isEmpty, let user = try await database.dashboardUser(email: email), user.hasTwoFactor,
-                  try await hasher.verify(password, hash: user.passwordHash),
+            // Slowed down by account only: the right password with a valid second factor still
+            // gets in, so a guesser elsewhere cannot keep the owner out. Codes tried this way
+            // count on the account's code throttle; the code is checked only behind the right
+            // password (no code is used up by a wrong one); every failure answers the same, after
+            // the same bcrypt time, so a guesser learns nothing.
+            guard waits.address == nil, let code, !code.isEmpty else { return .slowedDown(seconds: wait) }
+            let codeKey = LoginThrottle.codeKey(email: email)
+            guard try await throttle.begin(keys: [codeKey], now: now).longest == nil else { return .slowedDown(seconds: wait) }
+            guard let user = try await database.dashboardUser(email: email), user.hasTwoFactor else {
+                _ = try await hasher.verifyDecoy(password)
+                return .slowedDown(seconds: wait)
+            }
+            guard try await hasher.verify(password, hash: user.passwordHash),
                   try await verifySecondFactor(user, code: code, actor: actor(user, address)) else { return .slowedDown(seconds: wait) }
-            try await signedIn(user, keys: keys, now: now)
+            try await signedIn(user, keys: keys + [codeKey], now: now)
             return .success(user)
         }
         guard let user = try await database.dashboardUser(email: email) else {
@@ -161,15 +170,16 @@ public struct DashboardAccounts: Sendable {
     /// The second step of a sign-in whose password was right: the code, counted against the
     /// same throttle as passwords.
     func completeSecondFactor(userId: String, code: String, origin: RequestOrigin) async throws -> SignIn {
-        let result = try await checkSecondFactor(userId: userId, code: code, address: origin.address)
+        let result = try await checkSecondFactor(userId: userId, code: code, origin: origin)
         if let user = try await database.dashboardUser(id: userId) { try await audit(result, email: user.email, origin: origin, step: "second_factor") }
         return result
     }
 
-    private func checkSecondFactor(userId: String, code: String, address: String?) async throws -> SignIn {
+    private func checkSecondFactor(userId: String, code: String, origin: RequestOrigin) async throws -> SignIn {
+        let address = origin.address
         guard let user = try await database.dashboardUser(id: userId), user.hasTwoFactor else { return .wrongCredentials }
-        let keys = LoginThrottle.keys(email: user.email, address: address)
         let now = clock.unixSeconds
+        let keys = LoginThrottle.keys(email: user.email, address: address, device: DeviceCookie.throttleKey(origin.device, email: user.email, now: now, sealer: sealer))
         if let wait = try await throttle.begin(keys: keys, now: now).longest { return .slowedDown(seconds: wait) }
         guard try await verifySecondFactor(user, code: code, actor: actor(user, address)) else { return .wrongCredentials }
         try await signedIn(user, keys: keys, now: now)
@@ -185,6 +195,11 @@ public struct DashboardAccounts: Sendable {
         let secret = String(decoding: try sealer.open(sealed, context: TwoFactor.sealContext(userId: user.id)), as: UTF8.self)
         guard let step = TwoFactor(clock: clock).matchingStep(code, secret: secret) else { return false }
         return try await database.useTOTPStep(userId: user.id, step: step)
+    }
+
+    /// Records a sign-in made otherwise than through ``signIn`` (a new member accepting an invitation).
+    func recordSignIn(userId: String) async throws {
+        try await database.recordLogin(userId: userId, now: clock.unixSeconds)
     }
 
     private func signedIn(_ user: DashboardUser, keys: [String], now: Int64) async throws {
@@ -222,4 +237,6 @@ public struct DashboardAccounts: Sendable {
 struct RequestOrigin: Sendable {
     var address: String?
     var userAgent: String?
+    /// The browser's ``DeviceCookie``, on sign-in.
+    var device: String? = nil
 }

@@ -27,11 +27,15 @@ struct SecurityController: Sendable {
         account.get(access: .ownAccount) { _, context -> Response in
             pages.page("security", try await view(context))
         }
+        // Setting up a second factor asks for the password first too: a stolen session must not
+        // enrol its own authenticator (and take the recovery codes).
         account.post("/two-factor/start", access: .ownAccount) { _, context -> Response in
+            if let confirm = needsConfirmation(context) { return confirm }
             _ = try await admin.beginTwoFactor(user: try await currentUser(context))
             return .redirect(to: Self.page)
         }
         account.post("/two-factor/enable", access: .ownAccount, form: CodeForm.self) { form, _, context -> Response in
+            if let confirm = needsConfirmation(context) { return confirm }
             let user = try await currentUser(context)
             guard let codes = try await admin.enableTwoFactor(user: user, code: form.code ?? "", actor: try context.requireUser().actor) else {
                 pages.flash(context, error: "That code is not right. Check the time on your phone, and type the code it shows now.")
@@ -73,7 +77,7 @@ struct SecurityController: Sendable {
         account.post("/confirm", access: .ownAccount, form: ConfirmForm.self) { form, request, context -> Response in
             let user = try context.requireUser()
             let next = AccountController.safeNext(form.next)
-            let origin = RequestOrigin(address: context.client.map { "\($0)" }, userAgent: request.headers[.userAgent])
+            let origin = RequestOrigin(address: context.client.map { "\($0)" }, userAgent: request.headers[.userAgent], device: request.cookies[DeviceCookie.name]?.value)
             switch try await dashboard.accounts.signIn(email: user.email, password: form.password ?? "", code: form.code, origin: origin, step: "confirm") {
             case .success:
                 context.sessions.withLockedSession { $0?.confirmedAt = admin.clock.unixSeconds }

@@ -20,10 +20,14 @@ struct DashboardPages: Sendable {
                 data?.flashError = nil
             }
         }
-        return Chrome(
+        var chrome = Chrome(
             title: title, email: context.user?.email, csrf: csrf ?? context.user?.csrf ?? current?.csrf ?? "",
             flash: current?.flash, error: current?.flashError, section: section
         )
+        let grants = context.user?.principal.grants ?? []
+        chrome.showKeys = grants.contains { $0.permissions.contains(.signingKeysRead) }
+        chrome.showAudit = grants.contains { $0.productId == nil && $0.permissions.contains(.auditRead) }
+        return chrome
     }
 
     /// A message for the next page (shown after the redirect that follows a form).

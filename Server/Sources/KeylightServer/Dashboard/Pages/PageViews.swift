@@ -14,6 +14,9 @@ struct Chrome: Sendable {
     var keysNav: Bool
     var auditNav: Bool
     var accountNav: Bool
+    /// The signed-in user's role shows these sections at all (the routes check again).
+    var showKeys: Bool = false
+    var showAudit: Bool = false
 
     init(title: String, email: String?, csrf: String, flash: String? = nil, error: String? = nil, section: DashboardSection = .tenants) {
         self.title = title

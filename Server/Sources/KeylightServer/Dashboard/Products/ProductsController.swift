@@ -107,7 +107,7 @@ struct ProductsController: Sendable {
             _ = try await admin.updateProduct(tenantId: tenantId, productId: productId, UpdateProductRequest(
                 name: form.name, trial_duration_days: try DashboardForm.wholeNumber(form.trialDurationDays, label: "Trial days"), free_tier_enabled: form.freeTierEnabled,
                 portal_enabled: form.portalEnabled, sdk_key_required: !form.sdkKeyOptional
-            ), actor: try context.requireUser().actor)
+            ), by: try context.requireUser().principal)
             pages.flash(context, "Product saved.")
             return .redirect(to: Self.productPage(context))
         }
@@ -129,11 +129,11 @@ struct ProductsController: Sendable {
                 offline_lease_days: try DashboardForm.wholeNumber(form.offlineLeaseDays, label: "Offline lease"),
                 floating: form.floating, heartbeat_seconds: try DashboardForm.wholeNumber(form.heartbeatSeconds, label: "Heartbeat"),
                 overage: overage, updates_days: try DashboardForm.wholeNumber(form.updatesDays, label: "Updates"), expires_from: form.expiresFrom
-            ), actor: try context.requireUser().actor)
+            ), by: try context.requireUser().principal)
             pages.flash(context, "Key type \(keyType.displayName) created.")
             return .redirect(to: Self.productPage(context))
         }
-        product.post("/key-types/:keyType/stripe", .productsWrite, form: KeyTypeStripeForm.self) { form, _, context -> Response in
+        product.post("/key-types/:keyType/stripe", .paymentsWrite, form: KeyTypeStripeForm.self) { form, _, context -> Response in
             let (tenantId, productId) = Self.ids(context)
             _ = try await admin.updateKeyType(
                 tenantId: tenantId, productId: productId, id: try context.parameters.require("keyType"),
@@ -142,7 +142,7 @@ struct ProductsController: Sendable {
             pages.flash(context, "Stripe price saved.")
             return .redirect(to: Self.productPage(context))
         }
-        product.post("/key-types/:keyType/merchants", .productsWrite, form: KeyTypeMerchantsForm.self) { form, _, context -> Response in
+        product.post("/key-types/:keyType/merchants", .paymentsWrite, form: KeyTypeMerchantsForm.self) { form, _, context -> Response in
             let (tenantId, productId) = Self.ids(context)
             _ = try await admin.updateKeyType(
                 tenantId: tenantId, productId: productId, id: try context.parameters.require("keyType"),
@@ -153,13 +153,13 @@ struct ProductsController: Sendable {
             pages.flash(context, "Merchant-of-record mapping saved.")
             return .redirect(to: Self.productPage(context))
         }
-        product.post("/appstore", .productsWrite, form: AppStoreForm.self) { form, _, context -> Response in
+        product.post("/appstore", .paymentsWrite, form: AppStoreForm.self) { form, _, context -> Response in
             let (tenantId, productId) = Self.ids(context)
             _ = try await admin.requireProduct(tenantId: tenantId, productId: productId)
             let environments = [form.production ? "Production" : nil, form.sandbox ? "Sandbox" : nil].compactMap { $0 }
             _ = try await admin.updateProduct(tenantId: tenantId, productId: productId, UpdateProductRequest(
                 appstore_bundle_id: .some(form.bundleId), appstore_environments: .some(environments.isEmpty ? nil : environments)
-            ), actor: try context.requireUser().actor)
+            ), by: try context.requireUser().principal)
             pages.flash(context, "App Store settings saved.")
             return .redirect(to: Self.productPage(context))
         }
@@ -185,13 +185,15 @@ struct ProductsController: Sendable {
         let tenant = try await admin.requireTenant(tenantId)
         let product = try await admin.requireProduct(tenantId: tenantId, productId: productId)
         let charts = try await ProductCharts.load(admin, tenantId: tenantId, productId: productId, now: admin.clock.unixSeconds)
+        let insights = try context.requireUser().principal.holds(.insightsRead, tenantId: tenantId, productId: productId)
         let serverURL = serverURL(request)
         return ProductView(
             chrome: pages.chrome(product.name, context), tenantId: tenant.id, tenantName: tenant.name, product: ProductRow(product),
             sdkKey: nil, snippet: AppSnippet(product: product, sdkKey: nil, serverURL: serverURL, keys: admin.keyRing.current[product.tenantId]),
             publicURL: dashboard.publicURL, serverURL: serverURL,
             keyTypes: try await admin.keyTypes(tenantId: tenantId, productId: productId).map(KeyTypeRow.init),
-            statusChart: charts.status, activationChart: charts.activations, validationChart: charts.validations
+            statusChart: charts.status,
+            activationChart: insights ? charts.activations : "", validationChart: insights ? charts.validations : ""
         )
     }
 }

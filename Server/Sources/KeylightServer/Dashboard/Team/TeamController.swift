@@ -44,7 +44,7 @@ struct TeamController: Sendable {
             )
             var view = try await teamView(context)
             view.newInvitation = NewInvitation(
-                email: invitation.email, link: "\(dashboard.publicURL ?? "")/dashboard/invite/\(token)", mailed: mailed
+                email: invitation.email, link: mailed ? nil : "\(dashboard.publicURL ?? "")/dashboard/invite/\(token)", mailed: mailed
             )
             return pages.page("team", view)
         }
@@ -102,7 +102,8 @@ struct TeamController: Sendable {
     private func teamView(_ context: DashboardContext) async throws -> TeamView {
         let tenant = try await admin.requireTenant(TenantsController.tenantId(context))
         let principal = try context.requireUser().principal
-        let grantable = Role.allCases.filter { principal.mayGrant(AccessGrant(tenantId: tenant.id, role: $0)) }
+        // Least first: an invitation sent without a look at the list gives the least.
+        let grantable = Role.allCases.reversed().filter { principal.mayGrant(AccessGrant(tenantId: tenant.id, role: $0)) }
         return TeamView(
             chrome: pages.chrome("Team · \(tenant.name)", context),
             tenant: tenant,
@@ -123,7 +124,7 @@ struct TeamController: Sendable {
             chrome: pages.chrome("API tokens · \(tenant.name)", context),
             tenant: tenant,
             tokens: try await admin.tokens(visibleTo: principal, tenantId: tenant.id).map { TokenRow($0, now: admin.clock.unixSeconds) },
-            roles: Role.allCases.filter { principal.mayGrant(AccessGrant(tenantId: tenant.id, role: $0)) }.map { RoleOption(id: $0.rawValue, title: $0.title, selected: false) },
+            roles: Role.allCases.reversed().filter { principal.mayGrant(AccessGrant(tenantId: tenant.id, role: $0)) }.map { RoleOption(id: $0.rawValue, title: $0.title, selected: false) },
             permissions: Permission.allCases.filter { !$0.isServerWide && principal.holds($0, tenantId: tenant.id) }.map { PermissionOption(name: $0.rawValue) },
             products: try await admin.products(tenantId: tenant.id).map { ProductOption(id: $0.id, name: $0.name) },
             newToken: nil

@@ -15,7 +15,8 @@ struct TeamView: Sendable {
 
 struct NewInvitation: Sendable {
     var email: String
-    var link: String
+    /// Shown only when the server does not mail it (who sends the mail holds the only copy).
+    var link: String?
     var mailed: Bool
 }
 

@@ -80,9 +80,12 @@ struct TenantsController: Sendable {
             var products: [ProductCard] = []
             for product in try await admin.products(tenantId: tenant.id) {
                 let charts = try await ProductCharts.load(admin, tenantId: tenant.id, productId: product.id, now: now)
+                // Use over time is insight: roles without `insights:read` see the license counts only.
+                let insights = principal.holds(.insightsRead, tenantId: tenant.id, productId: product.id)
                 products.append(ProductCard(
                     tenantId: tenant.id, id: product.id, name: product.name, keyPrefix: product.keyPrefix,
-                    statusChart: charts.status, activationChart: charts.activations, validationChart: charts.validations, total: charts.total
+                    statusChart: charts.status, activationChart: insights ? charts.activations : "", validationChart: insights ? charts.validations : "",
+                    total: charts.total
                 ))
             }
             cards.append(TenantCard(id: tenant.id, name: tenant.name, products: products))
