@@ -163,6 +163,19 @@ import Testing
             #expect((paged["entries"] as? [[String: Any]])?.count == 2 && paged["next_cursor"] is String)
         }
     }
+
+    /// A product that can be listed and patched can be read on its own.
+    @Test func oneProductCanBeReadOnItsOwn() async throws {
+        try await Harness().run { client in
+            _ = try await client.seed()
+            let patched = try await client.admin(.patch, "/tenants/acme/products/app", ["trial_duration_days": 21])
+            let read = try await client.admin(.get, "/tenants/acme/products/app")
+            #expect(read.status == .ok && read["trial_duration_days"] as? Int == 21 && read["sdk_key"] == nil)
+            #expect(NSDictionary(dictionary: read.json) == NSDictionary(dictionary: patched.json))
+            #expect(try await client.admin(.get, "/tenants/acme/products/nope").status == .notFound)
+            #expect(try await client.admin(.get, "/tenants/nope/products/app").status == .notFound)
+        }
+    }
 }
 
 /// Email checks read code points, as openapi.yaml's pattern does (schemathesis found the gap).

@@ -128,16 +128,24 @@ import Testing
         try process.run()
         let data = out.fileHandleForReading.readDataToEndOfFile()
         process.waitUntilExit()
-        struct Operation: Sendable { let fields: [String]; let hasBody: Bool; let additional: Bool? }
+        struct Operation: Sendable { let fields: [String]; let hasBody: Bool; let additional: Bool?; let permission: String? }
         let parsed = try #require(try JSONSerialization.jsonObject(with: data) as? [String: [String: Any]])
         let documented = parsed.mapValues {
-            Operation(fields: ($0["fields"] as? [String] ?? []).sorted(), hasBody: $0["has_body"] as? Bool ?? false, additional: $0["additional"] as? Bool)
+            Operation(
+                fields: ($0["fields"] as? [String] ?? []).sorted(), hasBody: $0["has_body"] as? Bool ?? false, additional: $0["additional"] as? Bool,
+                permission: $0["permission"] as? String
+            )
         }
         try await Harness().run { client in
             func normalized(_ path: String) -> String {
                 "/" + path.split(separator: "/").map { $0.hasPrefix(":") || $0.hasPrefix("{") ? "{}" : String($0) }.joined(separator: "/")
             }
             var checked = 0
+            // Every operation names the permission the route checks (team access, issue 50).
+            for route in client.server.adminRoutes.routes {
+                let key = route.method + " " + normalized(route.path)
+                #expect(documented[key]?.permission == route.permission?.rawValue, "\(key): openapi \(documented[key]?.permission ?? "-"), server \(route.permission?.rawValue ?? "-")")
+            }
             for route in client.server.adminRoutes.routes where ["POST", "PUT", "PATCH"].contains(route.method) {
                 let key = route.method + " " + normalized(route.path)
                 guard let op = documented[key] else {

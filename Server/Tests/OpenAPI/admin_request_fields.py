@@ -1,5 +1,6 @@
-"""Prints, as JSON, each admin operation of openapi.yaml that may take a body: its request
-schema's fields and whether it allows others. Read by OpenAPIInStepTests.
+"""Prints, as JSON, each admin operation of openapi.yaml: the permission it names
+(`x-keylight-permission`) and, for those that may take a body, its request schema's fields and
+whether it allows others. Read by OpenAPIInStepTests.
 
     python3 admin_request_fields.py path/to/openapi.yaml"""
 import json
@@ -22,18 +23,14 @@ for path, item in document["paths"].items():
     if not path.startswith("/admin/v1"):
         continue
     normalized = "/".join("{}" if part.startswith("{") else part for part in path.split("/"))
-    for method in ("post", "put", "patch"):
+    for method in ("get", "delete", "post", "put", "patch"):
         operation = item.get(method)
         if operation is None:
             continue
+        entry = {"fields": [], "has_body": False, "additional": None, "permission": operation.get("x-keylight-permission")}
         body = operation.get("requestBody")
-        if body is None:
-            result[method.upper() + " " + normalized] = {"fields": [], "has_body": False, "additional": None}
-            continue
-        schema = resolve(body["content"]["application/json"]["schema"])
-        result[method.upper() + " " + normalized] = {
-            "fields": sorted(schema.get("properties", {}).keys()),
-            "has_body": True,
-            "additional": schema.get("additionalProperties", True),
-        }
+        if body is not None:
+            schema = resolve(body["content"]["application/json"]["schema"])
+            entry.update(fields=sorted(schema.get("properties", {}).keys()), has_body=True, additional=schema.get("additionalProperties", True))
+        result[method.upper() + " " + normalized] = entry
 print(json.dumps(result))

@@ -54,6 +54,11 @@ struct AdminRoutes {
             let tenant = try await service.requireTenant(try context.parameters.require("tenant"))
             return try JSONBody.response(["products": try await service.products(tenantId: tenant.id).map { ProductBody($0) }])
         }
+        admin.get("/tenants/:tenant/products/:product", .productsRead) { _, context in
+            try JSONBody.response(ProductBody(try await service.requireProduct(
+                tenantId: try context.parameters.require("tenant"), productId: try context.parameters.require("product")
+            )))
+        }
         admin.patch("/tenants/:tenant/products/:product", .productsWrite, body: UpdateProductRequest.self) { body, _, context in
             let product = try await service.updateProduct(
                 tenantId: try context.parameters.require("tenant"), productId: try context.parameters.require("product"),

@@ -8,7 +8,7 @@ public struct ServerLimits: Sendable {
     public var perAddress = RateLimit(perMinute: 1_200, burst: 300)
     /// SDK requests per license key.
     public var perLicense = RateLimit(perMinute: 600, burst: 250)
-    /// Dashboard sign-in attempts per client address (accounts also lock after 5 failures).
+    /// Dashboard sign-in attempts per client address (accounts and addresses also slow down, ``LoginThrottle``).
     public var signIns = RateLimit(perMinute: 10, burst: 10)
     /// Customer portal forms per client address (key entries, files, freed devices).
     public var portalPerAddress = RateLimit(perMinute: 30, burst: 20)
