@@ -356,6 +356,14 @@ include-operation-id = ["setKeyTypeOffers", "getKeyTypeOffers"]
 parameters = {{ "path.tenant" = "acme", "path.product" = "app", "path.keyType" = {{ dictionary = "key_type_ids", probability = 0.8 }} }}
 checks.positive_data_acceptance.expected-statuses = ["2xx", 400, 401, 403, 404, 409, 422, 429, "5xx"]
 
+# Releases: `released_at` later than a year from now, `notes_markdown` over 32 KiB in bytes (the schema counts
+# characters), or a `short_version` of blanks or control characters is a 400 no schema can express (it depends on
+# the clock, on the encoding, or on Unicode categories); a version already in the channel is 409.
+[[operations]]
+include-operation-id = ["createRelease", "listReleases", "getRelease", "publishRelease", "yankRelease"]
+parameters = {{ "path.tenant" = "acme", "path.product" = "app" }}
+checks.positive_data_acceptance.expected-statuses = ["2xx", 400, 401, 403, 404, 409, 422, 429, "5xx"]
+
 # Tokens: `expires_at` in the past, `product_id` without `tenant_id`, or a one-tenant token holding a
 # server-wide permission is a 400 no schema can express (it depends on the clock or on another field).
 [[operations]]

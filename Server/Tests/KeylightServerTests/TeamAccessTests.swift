@@ -718,14 +718,14 @@ import Testing
 
     @Test(arguments: StorageBackend.available)
     func theMigrationMakesEveryExistingUserAnOwnerOfEveryTenant(backend: StorageBackend) async throws {
-        let database = try await backend.open(migrations: Array(Migration.all.dropLast()))
+        let database = try await backend.open(migrations: Array(Migration.all.prefix { $0.name != "0022_team_access" }))
         do {
             for email in ["a@example.com", "b@example.com"] {
                 try await database.sql.raw("""
                     INSERT INTO dashboard_users (id, email, password_hash, failed_logins, locked_until, created_at) VALUES (\(bind: email), \(bind: email), 'x', 0, 0, 1)
                     """).run()
             }
-            #expect(try await database.migrate(logger: Harness.logger) == ["0022_team_access"])
+            #expect(try await database.migrate(logger: Harness.logger).first == "0022_team_access")
             for email in ["a@example.com", "b@example.com"] {
                 let memberships = try await database.memberships(userId: email)
                 #expect(memberships.map(\.tenantId) == ["*"] && memberships.map(\.role) == ["owner"])

@@ -339,6 +339,35 @@ struct AdminRoutes {
                 SigningKeyBody(kid: $0.kid, public_key: $0.publicKey, status: $0.status.rawValue, created_at: $0.createdAt, tenant_id: $0.tenantId)
             }])
         }
+        // Releases (issue 51): drafts, published once they have a file, yanked.
+        admin.post("/tenants/:tenant/products/:product/releases", .releasesPublish, body: CreateReleaseRequest.self) { body, _, context in
+            let release = try await service.createRelease(
+                tenantId: try context.parameters.require("tenant"), productId: try context.parameters.require("product"), body, actor: context.actor
+            )
+            return try JSONBody.response(try await service.releaseBodies([release])[0], status: .created)
+        }
+        admin.get("/tenants/:tenant/products/:product/releases", .productsRead) { request, context in
+            let releases = try await service.releases(
+                tenantId: try context.parameters.require("tenant"), productId: try context.parameters.require("product"),
+                channel: request.uri.queryParameters.get("channel").flatMap { $0.isEmpty ? nil : String($0) }
+            )
+            return try JSONBody.response(["releases": try await service.releaseBodies(releases)])
+        }
+        admin.get("/tenants/:tenant/products/:product/releases/:id", .productsRead) { _, context in
+            let release = try await service.release(
+                tenantId: try context.parameters.require("tenant"), productId: try context.parameters.require("product"), id: try context.parameters.require("id")
+            )
+            return try JSONBody.response(try await service.releaseBodies([release])[0])
+        }
+        for (action, state) in [("publish", Release.State.published), ("yank", .yanked)] {
+            admin.post(RouterPath("/tenants/:tenant/products/:product/releases/:id/\(action)"), .releasesPublish) { _, context in
+                let release = try await service.moveRelease(
+                    tenantId: try context.parameters.require("tenant"), productId: try context.parameters.require("product"),
+                    id: try context.parameters.require("id"), to: state, actor: context.actor
+                )
+                return try JSONBody.response(try await service.releaseBodies([release])[0])
+            }
+        }
         // Team access (issue 50): named tokens, scoped and expiring.
         admin.post("/tokens", .tokensManage, body: CreateTokenRequest.self) { body, _, context in
             let (record, token) = try await service.createToken(body, by: try context.requirePrincipal())

@@ -77,20 +77,7 @@ enum SVGChart {
         return 10 * magnitude
     }
 
-    static func escape(_ text: String) -> String {
-        var out = ""
-        for character in text {
-            switch character {
-            case "&": out += "&amp;"
-            case "<": out += "&lt;"
-            case ">": out += "&gt;"
-            case "\"": out += "&quot;"
-            case "'": out += "&#39;"
-            default: out.append(character)
-            }
-        }
-        return out
-    }
+    static func escape(_ text: String) -> String { HTMLText.escape(text) }
 
     static func format(_ value: Double) -> String {
         let rounded = (value * 10).rounded() / 10
