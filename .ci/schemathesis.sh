@@ -358,11 +358,12 @@ checks.positive_data_acceptance.expected-statuses = ["2xx", 400, 401, 403, 404, 
 
 # Releases: `released_at` later than a year from now, `notes_markdown` over 32 KiB in bytes (the schema counts
 # characters), or a `short_version` of blanks or control characters is a 400 no schema can express (it depends on
-# the clock, on the encoding, or on Unicode categories); a version already in the channel is 409.
+# the clock, on the encoding, or on Unicode categories); a version already in the channel is 409; 32 Ki characters
+# of notes can pass the 64 KiB body limit (413).
 [[operations]]
 include-operation-id = ["createRelease", "listReleases", "getRelease", "publishRelease", "yankRelease"]
 parameters = {{ "path.tenant" = "acme", "path.product" = "app" }}
-checks.positive_data_acceptance.expected-statuses = ["2xx", 400, 401, 403, 404, 409, 422, 429, "5xx"]
+checks.positive_data_acceptance.expected-statuses = ["2xx", 400, 401, 403, 404, 409, 413, 422, 429, "5xx"]
 
 # Tokens: `expires_at` in the past, `product_id` without `tenant_id`, or a one-tenant token holding a
 # server-wide permission is a 400 no schema can express (it depends on the clock or on another field).
