@@ -20,35 +20,11 @@ import Testing
             try PrerequisiteGate.missing("the pyotp Python package (pip install pyotp==2.12.1)")
             return
         }
-        let work = try temporaryDirectory()
-        let database = work.appendingPathComponent("team.sqlite").path
-        let password = "browser test password"
-        let user = try await CLI.run(["admin", "create-user", "--db", database, "--email", "owner@example.com"], stdin: Data((password + "\n").utf8))
-        #expect(user.status == 0)
-        let folder = work.appendingPathComponent("mail")
-        let smtp = try await SMTPServerProcess(folder: folder)
-        defer { Task { await smtp.stop() } }
-        // The mailed invitation names the public URL; the flow opens its path on the server's real port.
-        let publicURL = "http://licenses.acme.example"
-        let server = try await ServerProcess(
-            database: database, environment: ["KEYLIGHT_ADMIN_TOKEN": "team-test-token", "KEYLIGHT_SMTP_PASSWORD": SMTPServerProcess.password],
-            arguments: ["--smtp-url", "smtp://\(SMTPServerProcess.user)@localhost:\(smtp.port)?tls=none", "--mail-from", "Acme Team <team@acme.example>",
-                        "--mail-retry-seconds", "1", "--public-url", publicURL]
+        // Up to 31 seconds of it wait for a new TOTP time step.
+        let run = try await MailingBrowserFlow.run(
+            script: "Tests/Browser/team_flow.py", database: "team.sqlite", email: "owner@example.com", token: "team-test-token",
+            from: "Acme Team <team@acme.example>", limit: .seconds(200)
         )
-        var environment = [
-            "KEYLIGHT_URL": "http://127.0.0.1:\(server.port)", "KEYLIGHT_ADMIN_TOKEN": "team-test-token",
-            "KEYLIGHT_EMAIL": "owner@example.com", "KEYLIGHT_PASSWORD": password, "KEYLIGHT_MAIL_FOLDER": folder.path, "KEYLIGHT_PUBLIC_URL": publicURL,
-        ]
-        if let shots = ProcessInfo.processInfo.environment["KEYLIGHT_SCREENSHOTS"] { environment["KEYLIGHT_SCREENSHOTS"] = shots }
-        let run: (status: Int32, output: String)
-        do {
-            // Up to 31 seconds of it wait for a new TOTP time step.
-            run = try await CLI.python("Tests/Browser/team_flow.py", environment: environment, limit: .seconds(200))
-        } catch {
-            _ = await server.terminate()
-            throw error
-        }
-        _ = await server.terminate()
         let text = run.output
         #expect(run.status == 0, "\(text)")
         // Every check the flow prints: one dropped from the script, or never reached, fails here.

@@ -2,6 +2,7 @@ import Crypto
 import Foundation
 import HTTPTypes
 import KeylightCore
+import KeylightTestSupport
 @testable import KeylightServer
 import SQLKit
 import Testing
@@ -101,6 +102,23 @@ import Testing
         let sealed = try row.decode(column: "sealed_token", as: String.self)
         let token = String(decoding: try client.server.admin.sealer.open(sealed, context: TeamInvitations.sealContext(id: id)), as: UTF8.self)
         return "/dashboard/invite/" + token
+    }
+
+    /// A server that mails (to an SMTP server that is never there, so mails stay queued) and
+    /// knows its public URL.
+    static func mailingHarness() throws -> Harness {
+        var harness = try MailOutboxTests.harness()
+        harness.configuration.publicURL = "https://keys.example.com"
+        return harness
+    }
+
+    /// acme's owner, signed in, on the team page (its CSRF token ready for the forms).
+    static func ownerOnTeamPage(_ client: Client) async throws -> DashboardBrowser {
+        _ = try await client.seed()
+        try await member(client, "owner@acme.test", role: .owner)
+        let owner = try await signedIn(client, "owner@acme.test")
+        _ = try await owner.get("/dashboard/t/acme/team")
+        return owner
     }
 
     static func between(_ text: String, _ start: String, _ end: String) -> String? {
@@ -620,14 +638,9 @@ import Testing
     // MARK: Invitations, audit, migration
 
     @Test func invitationsAreMailedWorkOnceAndExpire() async throws {
-        var configured = try MailOutboxTests.harness()
-        configured.configuration.publicURL = "https://keys.example.com"
-        let harness = configured
+        let harness = try Self.mailingHarness()
         try await harness.run { client in
-            _ = try await client.seed()
-            try await Self.member(client, "owner@acme.test", role: .owner)
-            let owner = try await Self.signedIn(client, "owner@acme.test")
-            _ = try await owner.get("/dashboard/t/acme/team")
+            let owner = try await Self.ownerOnTeamPage(client)
             let invited = try await owner.post("/dashboard/t/acme/team/invite", [("email", "new@acme.test"), ("role", "support")])
             #expect(invited.status == .ok && invited.text.contains("Invitation mailed to new@acme.test"))
             // Mailed: the link is in the mail only, not shown to the inviter.
@@ -661,14 +674,9 @@ import Testing
     }
 
     @Test func housekeepingForgetsOldSessionsThrottlesAndClosedInvitations() async throws {
-        var configured = try MailOutboxTests.harness()
-        configured.configuration.publicURL = "https://keys.example.com"
-        let harness = configured
+        let harness = try Self.mailingHarness()
         try await harness.run { client in
-            _ = try await client.seed()
-            try await Self.member(client, "owner@acme.test", role: .owner)
-            let owner = try await Self.signedIn(client, "owner@acme.test")
-            _ = try await owner.get("/dashboard/t/acme/team")
+            let owner = try await Self.ownerOnTeamPage(client)
             _ = try await owner.post("/dashboard/t/acme/team/invite", [("email", "late@acme.test"), ("role", "support")])
             _ = try await DashboardBrowser(client).signIn("owner@acme.test", "wrong password")
             let database = client.database
@@ -739,8 +747,8 @@ import Testing
 
     /// Two processes on one PostgreSQL database: a token revoked through one is refused by the
     /// other on its very next request (nothing is cached).
-    @Test func aRevokedTokenIsRefusedAtOnceByEveryPostgresProcess() async throws {
-        guard StorageBackend.available.contains(.postgres) else { return }
+    @Test(.enabled(if: PrerequisiteGate.enabled(StorageBackend.postgresURL != nil), "needs PostgreSQL: set KEYLIGHT_TEST_POSTGRES_URL (.ci/run does)"))
+    func aRevokedTokenIsRefusedAtOnceByEveryPostgresProcess() async throws {
         let first = try await Harness.on(.postgres)
         var other = Harness(clock: first.clock)
         other.configuration = first.configuration

@@ -125,21 +125,6 @@ extension Database {
 
     static func auditTenant(_ tenantId: String) -> String? { tenantId == Membership.everyTenant ? nil : tenantId }
 
-    /// Whether every tenant still has an owner if this user went (deleting a user).
-    func userIsLastOwner(userId: String) async throws -> Bool {
-        let owned = try await sql.raw("""
-            SELECT tenant_id FROM team_memberships WHERE user_id = \(bind: userId) AND role = 'owner'
-            """).all(decodingColumn: "tenant_id", as: String.self)
-        for tenantId in owned {
-            let others = try await sql.raw("""
-                SELECT COUNT(*) AS n FROM team_memberships
-                WHERE role = 'owner' AND user_id <> \(bind: userId) AND (tenant_id = \(bind: tenantId) OR tenant_id = '*')
-                """).first(decodingColumn: "n", as: Int.self) ?? 0
-            if others == 0 { return true }
-        }
-        return false
-    }
-
     // MARK: Two factor required
 
     func setRequireTwoFactor(tenantId: String, _ required: Bool, now: Int64, actor: AuditActor) async throws {
