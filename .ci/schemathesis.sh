@@ -191,6 +191,8 @@ playground = [mint({"key_type_id": "pro"}), mint({"key_type_id": "basic", "custo
 admin_instances = [activate(playground[0]["license_key"], 9)]
 # A bulk job that selects nothing (done at once), for the job route to find.
 bulk_job = call("POST", f"{licenses}/bulk", {"filter": {"metadata": {"ci": "no-such-license"}}, "change": {"limit_add": 1}}, expect=(202,))
+# A draft release, for artifact uploads to reach a release that takes files (nothing publishes it).
+draft_release = call("POST", "/admin/v1/tenants/acme/products/app/releases", {"version": "1.0.0-ci", "short_version": "1.0 CI", "channel": "ci"})
 call("PUT", "/admin/v1/tenants/acme/stripe", {"webhook_secret": os.environ["KL_STRIPE_WEBHOOK_SECRET"], "secret_key": os.environ["KL_STRIPE_SECRET_KEY"]})
 # Merchants of record (their webhooks are signed by the hooks with these secrets).
 for provider in ("paddle", "lemonsqueezy", "polar"):
@@ -209,7 +211,7 @@ json.dump({"sdk_key": product["sdk_key"], "sdk_license_keys": sdk_keys,
            "offline_requests": offline_requests, "offline_proofs": offline_proofs,
            "validate_instance_ids": validate_instances, "deactivate_instance_ids": deactivate_instances,
            "admin_license_ids": [license["id"] for license in playground], "admin_instance_ids": admin_instances,
-           "bulk_job_ids": [bulk_job["id"]]}, sys.stdout)
+           "bulk_job_ids": [bulk_job["id"]], "draft_release_ids": [draft_release["id"]]}, sys.stdout)
 PY
 KL_BASE="$base" KL_ADMIN_TOKEN="$ADMIN_TOKEN" KL_STRIPE_WEBHOOK_SECRET="$STRIPE_WEBHOOK_SECRET" KL_STRIPE_SECRET_KEY="$STRIPE_SECRET_KEY" \
   python3 "$work/seed.py" >"$work/seed.json"
@@ -253,6 +255,7 @@ deactivate_instance_ids = {{ values = {toml(seed["deactivate_instance_ids"])} }}
 admin_license_ids = {{ values = {toml(seed["admin_license_ids"])} }}
 admin_instance_ids = {{ values = {toml(seed["admin_instance_ids"])} }}
 bulk_job_ids = {{ values = {toml(seed["bulk_job_ids"])} }}
+draft_release_ids = {{ values = {toml(seed["draft_release_ids"])} }}
 offline_requests = {{ values = {toml(seed["offline_requests"])} }}
 offline_proofs = {{ values = {toml(seed["offline_proofs"])} }}
 product_ids = {{ values = ["app"] }}
@@ -364,6 +367,20 @@ checks.positive_data_acceptance.expected-statuses = ["2xx", 400, 401, 403, 404, 
 include-operation-id = ["createRelease", "listReleases", "getRelease", "publishRelease", "yankRelease"]
 parameters = {{ "path.tenant" = "acme", "path.product" = "app" }}
 checks.positive_data_acceptance.expected-statuses = ["2xx", 400, 401, 403, 404, 409, 413, 422, 429, "5xx"]
+
+# Artifact uploads, mostly into the seeded draft: a file's kind is told by its bytes, so a body of random bytes is a
+# 400 no schema can express (no known kind, a `filename` without a known extension or naming another kind, a darwin
+# file Sparkle cannot install), and so is a `signature` of the right shape that does not verify (BAD_SIGNATURE).
+[[operations]]
+include-operation-id = "uploadArtifact"
+parameters = {{ "path.tenant" = "acme", "path.product" = "app", "path.id" = {{ dictionary = "draft_release_ids", probability = 0.8 }} }}
+checks.positive_data_acceptance.expected-statuses = ["2xx", 400, 401, 403, 404, 409, 413, 422, 429, "5xx"]
+
+# The update routes (appcast, updates/latest, downloads) of the seeded product, whose feed is not public: without a
+# lease they answer 401, and a generated X-Keylight-Lease is never a lease the tenant signed (401 INVALID_LEASE).
+[[operations]]
+include-operation-id = ["appcast", "latestUpdate", "downloadArtifact"]
+parameters = {{ "path.tenantId" = "acme", "path.productId" = "app" }}
 
 # Tokens: `expires_at` in the past, `product_id` without `tenant_id`, or a one-tenant token holding a
 # server-wide permission is a 400 no schema can express (it depends on the clock or on another field).

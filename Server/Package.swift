@@ -52,6 +52,7 @@ let package = Package(
                 .product(name: "HTTPTypes", package: "swift-http-types"),
                 .product(name: "NIOCore", package: "swift-nio"),
                 .product(name: "NIOPosix", package: "swift-nio"),
+                .product(name: "_NIOFileSystem", package: "swift-nio"),
                 // SMTP (STARTTLS and TLS): no package here speaks it.
                 .product(name: "NIOSSL", package: "swift-nio-ssl"),
                 .product(name: "Logging", package: "swift-log"),
@@ -87,6 +88,7 @@ let package = Package(
                 .embedInCode("Dashboard/Mail/mail_settings.mustache"), .embedInCode("Dashboard/Mail/mail_preview.mustache"),
                 .embedInCode("Portal/portal_layout.mustache"), .embedInCode("Portal/portal.mustache"),
                 .embedInCode("Dashboard/Webhooks/webhooks.mustache"), .embedInCode("Dashboard/Team/team.mustache"), .embedInCode("Dashboard/Team/tokens.mustache"),
+                .embedInCode("Dashboard/Releases/releases.mustache"),
                 .embedInCode("Dashboard/Account/security.mustache"), .embedInCode("Dashboard/Account/credentials.mustache"),
                 .embedInCode("Dashboard/Static/dashboard.css"), .embedInCode("Dashboard/Static/dashboard.js"),
             ]
@@ -113,6 +115,12 @@ let package = Package(
                 .product(name: "KeylightTrust", package: "Keylight"),
                 .product(name: "Logging", package: "swift-log"),
                 .product(name: "ArgumentParser", package: "swift-argument-parser"),
+                // `keylight release publish`: the streamed upload and its SHA-256.
+                .product(name: "AsyncHTTPClient", package: "async-http-client"),
+                .product(name: "Crypto", package: "swift-crypto"),
+                .product(name: "NIOCore", package: "swift-nio"),
+                .product(name: "NIOHTTP1", package: "swift-nio"),
+                .product(name: "NIOPosix", package: "swift-nio"),
             ]
         ),
         .executableTarget(

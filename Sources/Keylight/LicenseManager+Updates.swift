@@ -16,18 +16,23 @@ extension LicenseManager {
         UpdateCoverage.covers(releasedAt: date, until: updatesEntitledUntil)
     }
 
-    /// The first of `items` (an appcast's items, newest first) whose build this license covers.
+    /// The first of `items` whose build this license covers. Pass them newest first by version:
+    /// Sparkle's `SUAppcast.items` keep the feed's order, so sort them first (see <doc:UpdatesWithSparkle>).
     public func newestCoveredUpdate<Item>(in items: [Item], releaseDate: (Item) -> Date?) -> Item? {
         UpdateCoverage.newestCovered(items, until: updatesEntitledUntil, releaseDate: releaseDate)
     }
 }
 
 /// Which updates an "updates until" license covers, without depending on any updater framework.
-/// With Sparkle:
+/// With Sparkle, whose appcast keeps the feed's order, sort the items by version first:
 ///
 /// ```swift
 /// func bestValidUpdate(in appcast: SUAppcast, for updater: SPUUpdater) -> SUAppcastItem? {
-///     manager.newestCoveredUpdate(in: appcast.items) { $0.date } ?? SUAppcastItem.empty()
+///     let comparator = SUStandardVersionComparator.default
+///     let newestFirst = appcast.items.sorted {
+///         comparator.compareVersion($0.versionString, toVersion: $1.versionString) == .orderedDescending
+///     }
+///     return manager.newestCoveredUpdate(in: newestFirst) { $0.date } ?? SUAppcastItem.empty()
 /// }
 /// ```
 public enum UpdateCoverage {

@@ -7,7 +7,7 @@ struct Keylight: AsyncParsableCommand {
     static let configuration = CommandConfiguration(
         commandName: "keylight",
         abstract: "Self-hosted licensing for Swift apps.",
-        subcommands: [ServeCommand.self, MigrateCommand.self, BackupCommand.self, RestoreCommand.self, HealthCommand.self, AdminCommand.self, TokenCommand.self, TrustCommand.self, ClientCommand.self, KeysCommand.self, LeaseCommand.self, LicenseKeyCommand.self]
+        subcommands: [ServeCommand.self, MigrateCommand.self, BackupCommand.self, RestoreCommand.self, HealthCommand.self, AdminCommand.self, TokenCommand.self, TrustCommand.self, ClientCommand.self, KeysCommand.self, LeaseCommand.self, LicenseKeyCommand.self, ReleaseCommand.self]
     )
 
     static func main() async {

@@ -29,7 +29,7 @@ for path, item in document["paths"].items():
             continue
         entry = {"fields": [], "has_body": False, "additional": None, "permission": operation.get("x-keylight-permission")}
         body = operation.get("requestBody")
-        if body is not None:
+        if body is not None and "application/json" in body["content"]:
             schema = resolve(body["content"]["application/json"]["schema"])
             entry.update(fields=sorted(schema.get("properties", {}).keys()), has_body=True, additional=schema.get("additionalProperties", True))
         result[method.upper() + " " + normalized] = entry

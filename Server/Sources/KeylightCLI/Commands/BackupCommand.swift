@@ -13,6 +13,8 @@ struct BackupCommand: AsyncParsableCommand {
         keylight backup --verify FILE         checks a backup: SQLite's integrity check, the schema \
         version and the catalogue's counts, printed as JSON.
         The master key is not in the backup, on purpose: keep it apart (keylight restore needs it). \
+        Release files are not in it either: back up the --artifacts-dir folder (keylight-artifacts \
+        beside the database by default) with your file backups; its files never change once written. \
         PostgreSQL is backed up with pg_dump (see the README). For scheduled backups: keylight serve \
         --backup-dir DIR --backup-every 1h --backup-keep 48.
         """
@@ -46,6 +48,9 @@ struct BackupCommand: AsyncParsableCommand {
             Standard.line(summary.json)
             let elapsed = ContinuousClock.now - started
             Standard.error("keylight: \(verify == nil ? "backed up to \(to!)" : "\(verify!) is a sound backup") in \(elapsed.formatted(.units(allowed: [.seconds, .milliseconds], width: .abbreviated)))")
+            if verify == nil {
+                Standard.error("keylight: release files (--artifacts-dir) are not in the backup: copy that folder with your file backups")
+            }
         }
     }
 }

@@ -126,6 +126,18 @@ struct ServeCommand: AsyncParsableCommand {
     @Option(help: "Days the insights keep per-device rows (31-3650); daily totals are kept for good.")
     var insightsRetentionDays = 90
 
+    @Option(help: "Folder of release files (default: keylight-artifacts beside the SQLite database); with several PostgreSQL processes, a path they all mount. Also KEYLIGHT_ARTIFACTS_DIR. Not in `keylight backup`: back it up with the database.")
+    var artifactsDir: String?
+
+    @Option(help: "Largest release file an upload may send, in bytes.")
+    var maxArtifactBytes: Int64 = 2 << 30
+
+    @Option(help: "Seconds a download link works without the device's lease beside it.")
+    var downloadLinkSeconds: Int64 = 3_600
+
+    @Option(help: "Hand downloads to a front proxy: answer X-Accel-Redirect: <prefix><ab>/<sha256> (nginx internal location, e.g. /protected-artifacts/).")
+    var accelRedirectPrefix: String?
+
     enum LogFormat: String, ExpressibleByArgument { case text, json }
 
     /// The options as given; the environment and the checks are the server configuration's.
@@ -160,6 +172,10 @@ struct ServeCommand: AsyncParsableCommand {
         settings.mailRetrySeconds = mailRetrySeconds
         settings.rateLimitAddress = rateLimitAddress?.limit
         settings.rateLimitLicense = rateLimitLicense?.limit
+        settings.artifactsDirectory = artifactsDir
+        settings.maxArtifactBytes = maxArtifactBytes
+        settings.downloadLinkSeconds = downloadLinkSeconds
+        settings.accelRedirectPrefix = accelRedirectPrefix
         return settings
     }
 

@@ -30,9 +30,15 @@ struct UpdateProductRequest: Decodable {
     var appstore_bundle_id: String??
     /// `["Production"]`, `["Sandbox"]` or both: absent keeps, null resets to Production only.
     var appstore_environments: [String]??
+    /// Whether the appcast and downloads answer without a lease (trials, the free tier).
+    var public_feed: Bool?
+    /// The developer's own Sparkle public key (base64, `SUPublicEDKey`): absent keeps, null
+    /// returns to a new key of the server's.
+    var sparkle_public_key: String??
 
     enum CodingKeys: String, CodingKey {
         case name, trial_duration_days, free_tier_enabled, portal_enabled, sdk_key_required, appstore_bundle_id, appstore_environments
+        case public_feed, sparkle_public_key
     }
 
     init(name: String? = nil, trial_duration_days: Int? = nil, free_tier_enabled: Bool? = nil, portal_enabled: Bool? = nil, sdk_key_required: Bool? = nil,
@@ -55,6 +61,10 @@ struct UpdateProductRequest: Decodable {
         sdk_key_required = try c.decodeIfPresent(Bool.self, forKey: .sdk_key_required)
         if c.contains(.appstore_bundle_id) {
             appstore_bundle_id = .some(try c.decodeNil(forKey: .appstore_bundle_id) ? nil : try c.decode(String.self, forKey: .appstore_bundle_id))
+        }
+        public_feed = try c.decodeIfPresent(Bool.self, forKey: .public_feed)
+        if c.contains(.sparkle_public_key) {
+            sparkle_public_key = .some(try c.decodeNil(forKey: .sparkle_public_key) ? nil : try c.decode(String.self, forKey: .sparkle_public_key))
         }
         if c.contains(.appstore_environments) {
             appstore_environments = .some(try c.decodeNil(forKey: .appstore_environments) ? nil : try c.decode([String].self, forKey: .appstore_environments))

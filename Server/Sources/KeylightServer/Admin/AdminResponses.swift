@@ -19,6 +19,11 @@ struct ProductBody: Encodable {
     var appstore_environments: [String]
     /// Present only in the response that creates the product.
     var sdk_key: String?
+    /// Present when one product is read or changed: its update settings (issue 51).
+    var public_feed: Bool?
+    var sparkle_public_key: String?
+    /// Whether the server signs uploads (it keeps the private key); false: `sign_update`'s signature is required.
+    var server_signs_updates: Bool?
 
     init(_ product: Product, sdkKey: String? = nil) {
         tenant_id = product.tenantId
@@ -32,6 +37,13 @@ struct ProductBody: Encodable {
         appstore_bundle_id = product.appStoreBundleId
         appstore_environments = product.acceptedAppStoreEnvironments
         sdk_key = sdkKey
+    }
+
+    init(_ product: Product, updates: ProductUpdateSettings?) {
+        self.init(product)
+        public_feed = updates?.publicFeed
+        sparkle_public_key = updates?.sparklePublicKey
+        server_signs_updates = updates?.serverSigns
     }
 }
 

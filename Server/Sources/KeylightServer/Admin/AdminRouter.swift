@@ -93,6 +93,22 @@ struct AdminRouter {
         }
     }
 
+    /// A PUT whose body is a file, handed to the handler as a stream: the one kind of route
+    /// exempt from the body limit (the handler sets its own) and, through
+    /// ``RequestProgressHandler``, from the whole-request deadline (an idle timeout instead).
+    func putFile(_ path: RouterPath, _ permission: Permission, _ handler: @escaping Handler) {
+        table.add("PUT", path, fields: nil, permission: permission)
+        let service = self.service
+        group.put(path) { request, context in
+            try Self.authorize(service, permission, context)
+            // A JSON body here is a request meant for another route, not a file.
+            if let type = request.headers[.contentType], type.lowercased().hasPrefix("application/json") {
+                throw APIError.invalidRequest("This route takes the file itself as its body (Content-Type: application/octet-stream), not JSON.")
+            }
+            return try await handler(request, context)
+        }
+    }
+
     /// The route's permission, over its `:tenant` and `:product` (none: a server-wide route).
     private static func authorize(_ service: AdminService, _ permission: Permission, _ context: KeylightRequestContext) throws {
         guard let principal = context.principal else { throw APIError.unauthorized }

@@ -28,6 +28,8 @@ struct AdminRoutes {
     let service: AdminService
     let limits: ServerLimits
     let table: RouteTable
+    /// Artifacts, update settings and feeds (issue 51); nil in routers built without them.
+    var releases: ReleaseService? = nil
 
     /// The product and the checked insights query of an insights request.
     private func insightsQuery(_ request: Request, _ context: KeylightRequestContext, extra: Set<String>) async throws -> (Product, InsightsQuery) {
@@ -54,17 +56,26 @@ struct AdminRoutes {
             let tenant = try await service.requireTenant(try context.parameters.require("tenant"))
             return try JSONBody.response(["products": try await service.products(tenantId: tenant.id).map { ProductBody($0) }])
         }
+        let releases = self.releases
         admin.get("/tenants/:tenant/products/:product", .productsRead) { _, context in
-            try JSONBody.response(ProductBody(try await service.requireProduct(
-                tenantId: try context.parameters.require("tenant"), productId: try context.parameters.require("product")
-            )))
+            let product = try await service.requireProduct(tenantId: try context.parameters.require("tenant"), productId: try context.parameters.require("product"))
+            return try JSONBody.response(ProductBody(product, updates: try await releases?.updateSettings(tenantId: product.tenantId, productId: product.id)))
         }
         admin.patch("/tenants/:tenant/products/:product", .productsWrite, body: UpdateProductRequest.self) { body, _, context in
-            let product = try await service.updateProduct(
-                tenantId: try context.parameters.require("tenant"), productId: try context.parameters.require("product"),
-                body, by: try context.requirePrincipal()
-            )
-            return try JSONBody.response(ProductBody(product))
+            let (tenantId, productId) = (try context.parameters.require("tenant"), try context.parameters.require("product"))
+            let principal = try context.requirePrincipal()
+            // Which key signs updates decides what every buyer's app installs.
+            if body.sparkle_public_key != nil { try service.authorize(principal, .releasesPublish, tenantId: tenantId, productId: productId) }
+            if case .some(.some(let key)) = body.sparkle_public_key { _ = try ReleaseService.sparklePublicKey(key) }
+            let product = try await service.updateProduct(tenantId: tenantId, productId: productId, body, by: principal)
+            let updates = if body.public_feed != nil || body.sparkle_public_key != nil {
+                try await releases?.changeUpdateSettings(
+                    tenantId: tenantId, productId: productId, publicFeed: body.public_feed, sparklePublicKey: body.sparkle_public_key, actor: principal.actor
+                )
+            } else {
+                try await releases?.updateSettings(tenantId: tenantId, productId: productId)
+            }
+            return try JSONBody.response(ProductBody(product, updates: updates))
         }
         admin.post("/tenants/:tenant/products/:product/key-types", .productsWrite, body: CreateKeyTypeRequest.self) { body, _, context in
             let keyType = try await service.createKeyType(
@@ -339,35 +350,7 @@ struct AdminRoutes {
                 SigningKeyBody(kid: $0.kid, public_key: $0.publicKey, status: $0.status.rawValue, created_at: $0.createdAt, tenant_id: $0.tenantId)
             }])
         }
-        // Releases (issue 51): drafts, published once they have a file, yanked.
-        admin.post("/tenants/:tenant/products/:product/releases", .releasesPublish, body: CreateReleaseRequest.self) { body, _, context in
-            let release = try await service.createRelease(
-                tenantId: try context.parameters.require("tenant"), productId: try context.parameters.require("product"), body, actor: context.actor
-            )
-            return try JSONBody.response(try await service.releaseBodies([release])[0], status: .created)
-        }
-        admin.get("/tenants/:tenant/products/:product/releases", .productsRead) { request, context in
-            let releases = try await service.releases(
-                tenantId: try context.parameters.require("tenant"), productId: try context.parameters.require("product"),
-                channel: request.uri.queryParameters.get("channel").flatMap { $0.isEmpty ? nil : String($0) }
-            )
-            return try JSONBody.response(["releases": try await service.releaseBodies(releases)])
-        }
-        admin.get("/tenants/:tenant/products/:product/releases/:id", .productsRead) { _, context in
-            let release = try await service.release(
-                tenantId: try context.parameters.require("tenant"), productId: try context.parameters.require("product"), id: try context.parameters.require("id")
-            )
-            return try JSONBody.response(try await service.releaseBodies([release])[0])
-        }
-        for (action, state) in [("publish", Release.State.published), ("yank", .yanked)] {
-            admin.post(RouterPath("/tenants/:tenant/products/:product/releases/:id/\(action)"), .releasesPublish) { _, context in
-                let release = try await service.moveRelease(
-                    tenantId: try context.parameters.require("tenant"), productId: try context.parameters.require("product"),
-                    id: try context.parameters.require("id"), to: state, actor: context.actor
-                )
-                return try JSONBody.response(try await service.releaseBodies([release])[0])
-            }
-        }
+        registerReleases(on: admin)
         // Team access (issue 50): named tokens, scoped and expiring.
         admin.post("/tokens", .tokensManage, body: CreateTokenRequest.self) { body, _, context in
             let (record, token) = try await service.createToken(body, by: try context.requirePrincipal())

@@ -38,6 +38,8 @@ public struct KeylightServer: Sendable {
     /// The signed-in dashboard's routes and the form fields each takes.
     public var dashboardRoutes: RouteTable { dashboard.routes }
     let dashboard: DashboardRoutes
+    /// Artifacts, feeds and downloads (issue 51).
+    var releases: ReleaseService? = nil
 }
 
 /// Opens the database, applies migrations, loads or creates the signing key and admin token,
@@ -107,6 +109,14 @@ func assemble(
     let signer = ResponseSigner(database: database, keyRing: keyRing, sealer: sealer, clock: clock)
     try await signer.refresh()
     let addressPolicy = AddressPolicy(allowPrivate: configuration.webhookAllowPrivate)
+    let releases = ReleaseService(
+        database: database, sealer: sealer, keyRing: keyRing, clock: clock, configuration: configuration.releases,
+        artifactsDirectory: configuration.resolvedArtifactsDirectory, publicURL: configuration.publicURL, logger: logger
+    )
+    try await releases.store.prepare()
+    if configuration.databaseURL != nil, configuration.releases.artifactsDirectory == nil {
+        logger.notice("release files are kept in ./keylight-artifacts: with several processes, give each --artifacts-dir on a path they all mount")
+    }
     let admin = AdminService(
         database: database, keyRing: keyRing, sealer: sealer, clock: clock, licensing: licensing, signer: signer, addressPolicy: addressPolicy,
         mailFrom: configuration.mail?.from, publicURL: configuration.publicURL, insightsRetentionDays: configuration.insightsRetentionDays
@@ -138,7 +148,7 @@ func assemble(
     accounts.cost = configuration.bcryptCost
     let sessions = SQLSessionStore(database: database, clock: clock)
     let dashboard = DashboardRoutes(
-        admin: admin, accounts: accounts, renderer: try await DashboardRenderer.load(), sessions: sessions,
+        admin: admin, releases: releases, accounts: accounts, renderer: try await DashboardRenderer.load(), sessions: sessions,
         loginLimiter: RateLimiter(limit: configuration.limits.signIns, clock: clock), publicURL: configuration.publicURL,
         secureCookies: configuration.publicURL?.lowercased().hasPrefix("https://") ?? false, logger: logger
     )
@@ -161,7 +171,7 @@ func assemble(
     let router = buildRouter(
         licensing: licensing, admin: admin, checkout: checkout, dashboard: dashboard, keyRing: keyRing, metrics: metrics, signer: signer,
         limits: configuration.limits, trustedProxies: configuration.trustedProxies, readiness: readiness,
-        adminRoutes: adminRoutes, appStore: appStore
+        adminRoutes: adminRoutes, appStore: appStore, releases: releases
     )
     let application = Application(
         responder: SlashedPathResponder(base: router.buildResponder()),
@@ -207,7 +217,7 @@ func assemble(
         application: application,
         report: StartupReport(createdAdminToken: createdToken, appliedMigrations: applied, signingKids: keyRing.current.tenants.mapValues(\.active.kid)),
         database: database, keyRing: keyRing, signer: signer, webhooks: webhooks, unwritten: unwritten, readiness: readiness, admin: admin,
-        adminRoutes: adminRoutes, dashboard: dashboard
+        adminRoutes: adminRoutes, dashboard: dashboard, releases: releases
     )
 }
 
@@ -217,7 +227,7 @@ func assemble(
 func buildRouter(
     licensing: LicensingService, admin: AdminService, checkout: CheckoutService, dashboard: DashboardRoutes, keyRing: KeyRing, metrics: ServerMetrics, signer: ResponseSigner?,
     limits: ServerLimits, trustedProxies: TrustedProxies = .none, readiness: Readiness? = nil,
-    adminRoutes: RouteTable = RouteTable(prefix: "/admin/v1"), appStore: AppStoreExchange? = nil
+    adminRoutes: RouteTable = RouteTable(prefix: "/admin/v1"), appStore: AppStoreExchange? = nil, releases: ReleaseService? = nil
 ) -> Router<KeylightRequestContext> {
     let built = Router(context: KeylightRequestContext.self, options: .autoGenerateHeadEndpoints)
     let router = MethodRecordingRouter(built)
@@ -234,7 +244,8 @@ func buildRouter(
     ).register(on: router)
     router.add(middleware: addressLimit)
     ops.registerTenantKeysets(on: router)
-    AdminRoutes(service: admin, limits: limits, table: adminRoutes).register(on: router)
+    AdminRoutes(service: admin, limits: limits, table: adminRoutes, releases: releases).register(on: router)
+    if let releases { UpdateRoutes(releases: releases).register(on: router) }
     StripeWebhookRoutes(admin: admin).register(on: router)
     MerchantWebhookRoutes(admin: admin).register(on: router)
     if let appStore { AppStoreNotificationRoutes(admin: admin, verifier: appStore.verifier).register(on: router) }
@@ -245,10 +256,12 @@ func buildRouter(
         licensing: licensing, admin: admin, renderer: dashboard.pages.renderer, secureCookies: dashboard.secureCookies, limits: limits,
         lostKeyLimits: lostKeyLimits, logger: dashboard.logger
     ).register(on: router)
-    AccountRoutes(
+    var accounts = AccountRoutes(
         licensing: licensing, admin: admin, checkout: checkout, renderer: dashboard.pages.renderer, secureCookies: dashboard.secureCookies, limits: limits,
         lostKeyLimits: lostKeyLimits, logger: dashboard.logger
-    ).register(on: router)
+    )
+    accounts.releases = releases
+    accounts.register(on: router)
     // Reminder mails' one-click opt-out (the token in the link names the license).
     UnsubscribeRoutes(reminders: admin.reminders, renderer: dashboard.pages.renderer, logger: dashboard.logger).register(on: router)
     router.addMethodNotAllowedAnswers()

@@ -9,6 +9,9 @@ extension HTTPField.Name {
     static let keylightSignatureKid = Self("X-Keylight-Signature-Kid")!
     static let keylightSignature = Self("X-Keylight-Signature")!
     static let xForwardedFor = Self("X-Forwarded-For")!
+    /// The device's lease, base64url of its JSON, on update requests (protocol 6.9).
+    static let keylightLease = Self("X-Keylight-Lease")!
+    static let xAccelRedirect = Self("X-Accel-Redirect")!
 }
 
 /// The token of an `Authorization: Bearer <token>` header (scheme case-insensitive), or nil.

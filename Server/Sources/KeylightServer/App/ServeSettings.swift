@@ -44,6 +44,11 @@ public struct ServeSettings: Sendable {
     public var mailRetrySeconds = 30
     public var rateLimitAddress: RateLimit?
     public var rateLimitLicense: RateLimit?
+    /// `--artifacts-dir`; else `KEYLIGHT_ARTIFACTS_DIR`.
+    public var artifactsDirectory: String?
+    public var maxArtifactBytes: Int64 = 2 << 30
+    public var downloadLinkSeconds: Int64 = 3_600
+    public var accelRedirectPrefix: String?
 
     public init() {}
 
@@ -121,6 +126,19 @@ extension ServerConfiguration {
         }
         if let url = settings.smtpURL ?? environment.setting("KEYLIGHT_SMTP_URL") {
             mail = try Self.mail(url: url, settings, environment: environment, readFile: readFile)
+        }
+        releases.artifactsDirectory = settings.artifactsDirectory ?? environment.setting("KEYLIGHT_ARTIFACTS_DIR")
+        guard (1...(1 << 40)).contains(settings.maxArtifactBytes), (60...(30 * 86_400)).contains(settings.downloadLinkSeconds) else {
+            throw ServeSettingsError("--max-artifact-bytes must be 1 to 2^40 and --download-link-seconds 60-2592000")
+        }
+        releases.maxArtifactBytes = settings.maxArtifactBytes
+        releases.downloadLinkSeconds = settings.downloadLinkSeconds
+        if let prefix = settings.accelRedirectPrefix {
+            guard prefix.hasPrefix("/"), prefix.hasSuffix("/"), prefix.utf8.count <= 200, !prefix.contains(".."),
+                  prefix.utf8.allSatisfy({ $0 > 0x20 && $0 < 0x7F && $0 != 0x3F && $0 != 0x23 }) else {
+                throw ServeSettingsError("--accel-redirect-prefix is a path that starts and ends with /, such as /protected-artifacts/")
+            }
+            releases.accelRedirectPrefix = prefix
         }
         if let limit = settings.rateLimitAddress { limits.perAddress = limit }
         if let limit = settings.rateLimitLicense { limits.perLicense = limit }

@@ -1,3 +1,4 @@
+import Foundation
 import KeylightCore
 
 /// Limits on what one client may send.
@@ -56,6 +57,8 @@ public struct ServerConfiguration: Sendable {
     /// The admin API token (`KEYLIGHT_ADMIN_TOKEN`); without it one is created on first start.
     public var adminToken: String?
     public var limits = ServerLimits()
+    /// Release files, download links and the front proxy (issue 51).
+    public var releases = ReleaseDeliveryConfiguration()
     /// Request and idle timeouts and the open-connection cap.
     public var connections = ConnectionLimits()
     /// Proxies whose `X-Forwarded-For` names the client (`--trusted-proxies`); none by default.
@@ -124,5 +127,16 @@ public struct ServerConfiguration: Sendable {
     var resolvedMasterKeyPath: String? {
         // With PostgreSQL the processes must share one master key: KEYLIGHT_MASTER_KEY or an explicit file.
         masterKeyPath ?? (databaseURL == nil ? databasePath.map { $0 + ".master-key" } : nil)
+    }
+
+    /// Where release files live: `--artifacts-dir`, else `keylight-artifacts` beside the SQLite
+    /// file (or in the working directory with PostgreSQL), else, for a database in memory, a
+    /// folder of this process's own under the temporary directory.
+    var resolvedArtifactsDirectory: String {
+        if let directory = releases.artifactsDirectory { return directory }
+        if databaseURL != nil { return "keylight-artifacts" }
+        guard let databasePath else { return NSTemporaryDirectory() + "/keylight-artifacts-" + UUID().uuidString.lowercased() }
+        let folder = (databasePath as NSString).deletingLastPathComponent
+        return (folder.isEmpty ? "" : folder + "/") + "keylight-artifacts"
     }
 }

@@ -6,6 +6,9 @@ public struct ConnectionLimits: Sendable {
     public var requestTimeout: Duration = .seconds(30)
     /// A keep-alive connection with no request in flight is closed after this.
     public var idleTimeout: Duration = .seconds(60)
+    /// An artifact upload (the one request without a whole-request deadline) that sends no byte
+    /// for this long is closed.
+    public var uploadIdleTimeout: Duration = .seconds(30)
     /// Open connections per process; one more is answered 503 and closed at once. `--max-connections`.
     public var maxConnections = 10_000
 

@@ -22,6 +22,7 @@ struct GuardedHTTP1Channel: ServerChildChannel {
             logger.debug("connection refused: open connection limit reached", metadata: ["limit": .stringConvertible(gauge.limit)])
         }
         let timeout = TimeAmount(limits.requestTimeout)
+        let uploadIdle = TimeAmount(limits.uploadIdleTimeout)
         // Over the limit the connection is still set up (a failed set-up would end the server's
         // accept loop), but its first handler answers 503 and closes it before a byte is parsed.
         return inner.setup(channel: channel, logger: logger).flatMapThrowing { value in
@@ -30,7 +31,7 @@ struct GuardedHTTP1Channel: ServerChildChannel {
                 try operations.addHandler(OverCapacityHandler(), position: .first)
                 return value
             }
-            let deadline = RequestDeadlineHandler(timeout: timeout)
+            let deadline = RequestDeadlineHandler(timeout: timeout, uploadIdleTimeout: uploadIdle)
             try operations.addHandler(deadline, position: .first)
             let state = try operations.handler(type: HTTPConnectionStateHandler.self)
             try operations.addHandler(RequestProgressHandler(deadline: deadline), position: .before(state))

@@ -15,9 +15,15 @@ final class RequestDeadlineHandler: ChannelInboundHandler, RemovableChannelHandl
     private var timer: Scheduled<Void>?
     private var headRead = false
     private var context: ChannelHandlerContext?
+    /// Set while a file upload streams in: no whole-request deadline, but this long without a
+    /// byte ends it.
+    private var idleTimeout: TimeAmount?
+    private var lastRead = NIODeadline.now()
+    let uploadIdleTimeout: TimeAmount
 
-    init(timeout: TimeAmount) {
+    init(timeout: TimeAmount, uploadIdleTimeout: TimeAmount = .seconds(30)) {
         self.timeout = timeout
+        self.uploadIdleTimeout = uploadIdleTimeout
     }
 
     func handlerAdded(context: ChannelHandlerContext) {
@@ -30,6 +36,7 @@ final class RequestDeadlineHandler: ChannelInboundHandler, RemovableChannelHandl
     }
 
     func channelRead(context: ChannelHandlerContext, data: NIOAny) {
+        lastRead = .now()
         start()
         context.fireChannelRead(data)
     }
@@ -50,20 +57,36 @@ final class RequestDeadlineHandler: ChannelInboundHandler, RemovableChannelHandl
         stop()
     }
 
+    /// The request being read is a file upload: from here its body may take as long as it
+    /// needs, as long as bytes keep coming.
+    func streamingUpload() {
+        timer?.cancel()
+        timer = nil
+        idleTimeout = uploadIdleTimeout
+        lastRead = .now()
+        start()
+    }
+
     private func start() {
         guard timer == nil, let context else { return }
-        timer = context.eventLoop.assumeIsolated().scheduleTask(in: timeout) { [self] in expire() }
+        timer = context.eventLoop.assumeIsolated().scheduleTask(in: idleTimeout ?? timeout) { [self] in expire() }
     }
 
     private func stop() {
         timer?.cancel()
         timer = nil
         headRead = false
+        idleTimeout = nil
     }
 
     private func expire() {
         timer = nil
         guard let context else { return }
+        // An upload that received a byte lately gets the rest of its idle time.
+        if let idleTimeout, NIODeadline.now() - lastRead < idleTimeout {
+            timer = context.eventLoop.assumeIsolated().scheduleTask(deadline: lastRead + idleTimeout) { [self] in expire() }
+            return
+        }
         if headRead {
             context.close(promise: nil)
         } else {
@@ -87,10 +110,20 @@ final class RequestProgressHandler: ChannelInboundHandler, RemovableChannelHandl
 
     func channelRead(context: ChannelHandlerContext, data: NIOAny) {
         switch unwrapInboundIn(data) {
-        case .head: deadline.requestHeadRead()
+        case .head(let head):
+            deadline.requestHeadRead()
+            if head.method == .put, Self.isArtifactUpload(head.path) { deadline.streamingUpload() }
         case .end: deadline.requestEndRead()
         case .body: break
         }
         context.fireChannelRead(data)
+    }
+
+    /// `/admin/v1/tenants/*/products/*/releases/*/artifacts[?…]`, the one streamed upload.
+    static func isArtifactUpload(_ path: String?) -> Bool {
+        guard let path else { return false }
+        let segments = path.prefix { $0 != "?" }.split(separator: "/", omittingEmptySubsequences: false)
+        return segments.count == 10 && segments[0].isEmpty && segments[1] == "admin" && segments[2] == "v1" && segments[3] == "tenants"
+            && segments[5] == "products" && segments[7] == "releases" && segments[9] == "artifacts"
     }
 }

@@ -11,6 +11,9 @@ import Logging
 /// through.
 struct DashboardRoutes: Sendable {
     let admin: AdminService
+    /// Releases, their feed settings and figures; nil on a server assembled without them (the
+    /// releases page then answers 404).
+    let releases: ReleaseService?
     let accounts: DashboardAccounts
     let pages: DashboardPages
     let sessions: SQLSessionStore
@@ -30,11 +33,12 @@ struct DashboardRoutes: Sendable {
     static let sessionCookie = "keylight_session"
 
     init(
-        admin: AdminService, accounts: DashboardAccounts, renderer: DashboardRenderer, sessions: SQLSessionStore,
+        admin: AdminService, releases: ReleaseService? = nil, accounts: DashboardAccounts, renderer: DashboardRenderer, sessions: SQLSessionStore,
         loginLimiter: RateLimiter<IPAddress>, publicURL: String?, secureCookies: Bool, idleTimeout: Int64 = 30 * 60, logger: Logger
     ) {
         self.idleTimeout = idleTimeout
         self.admin = admin
+        self.releases = releases
         self.accounts = accounts
         self.pages = DashboardPages(renderer: renderer)
         self.sessions = sessions
@@ -69,7 +73,15 @@ struct DashboardRoutes: Sendable {
         MailSettingsController(dashboard: self).register(on: dashboard)
         MerchantsController(dashboard: self).register(on: dashboard)
         WebhooksController(dashboard: self).register(on: dashboard)
+        ReleasesController(dashboard: self).register(on: dashboard)
         TeamController(dashboard: self).register(on: dashboard)
         SecurityController(dashboard: self).register(on: dashboard)
+    }
+
+    /// The server's URL as an app reaches it: `--public-url` (`KEYLIGHT_PUBLIC_URL`), else this
+    /// request's `Host` over http (the server speaks plain HTTP; the trusted-proxy setting covers
+    /// only `X-Forwarded-For`, so a proxy's scheme and host are not known without `--public-url`).
+    func serverURL(_ request: Request) -> String {
+        publicURL ?? "http://\(request.head.authority ?? "localhost:8080")"
     }
 }

@@ -22,6 +22,8 @@ struct AccountRoutes: Sendable {
     let licenseLimiter: RateLimiter<String>
     let lostKeyLimits: LostKeyLimits
     let logger: Logger
+    /// The newest build each license covers (issue 51); nil in routers built without releases.
+    var releases: ReleaseService? = nil
 
     init(
         licensing: LicensingService, admin: AdminService, checkout: CheckoutService, renderer: DashboardRenderer, secureCookies: Bool,
@@ -224,10 +226,17 @@ struct AccountRoutes: Sendable {
             let keyType = keyTypes.first { $0.id == license.keyTypeId }
             let instances = try await admin.instances(licenseId: license.id).filter(\.active)
             let offers = license.status == .active ? try await admin.offers(of: license) : []
-            view.licenses.append(AccountView.LicenseRow(
+            var row = AccountView.LicenseRow(
                 license: license, product: product, keyType: keyType, keyTypes: keyTypes, instances: instances, offers: offers,
                 canBuy: admin.publicURL != nil, now: now
-            ))
+            )
+            if license.status == .active, let releases, let build = try await releases.newestCoveredBuild(for: license) {
+                row.newestBuild = AccountView.BuildRow(
+                    version: build.release.shortVersion, released: DashboardFormat.day(build.release.releasedAt),
+                    size: ByteCountFormatter.string(fromByteCount: build.artifact.length, countStyle: .file), url: build.url
+                )
+            }
+            view.licenses.append(row)
         }
         return view
     }

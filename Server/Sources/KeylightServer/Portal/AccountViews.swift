@@ -34,6 +34,14 @@ struct AccountView: Sendable {
         self.problem = problem
     }
 
+    /// A build offered for download: its version, date, size and a link that works for an hour.
+    struct BuildRow: Sendable {
+        var version: String
+        var released: String
+        var size: String
+        var url: String
+    }
+
     struct LicenseRow: Sendable {
         var id: String
         var productName: String
@@ -51,6 +59,8 @@ struct AccountView: Sendable {
         /// Checkout can start from here (`--public-url` is set); prices are shown either way.
         var canBuy: Bool
         var hasOffers: Bool
+        /// The newest build this license's updates cover, to download (issue 51).
+        var newestBuild: BuildRow? = nil
 
         init(license: License, product: Product, keyType: KeyType?, keyTypes: [KeyType], instances: [Instance], offers: [KeyTypeOffer], canBuy: Bool, now: Int64) {
             id = license.id

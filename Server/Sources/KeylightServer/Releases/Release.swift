@@ -47,9 +47,11 @@ struct ReleaseArtifact: Codable, Sendable, Hashable {
     /// `developer` (checked on upload against the product's Sparkle key) or `server`.
     var signedBy: String
     var createdAt: Int64
+    /// The name downloads are saved under: Sparkle picks its unarchiver by the extension.
+    var fileName: String?
 
     enum CodingKeys: String, CodingKey {
         case platform, arch, length, sha256
-        case releaseId = "release_id", edSignature = "ed_signature", signedBy = "signed_by", createdAt = "created_at"
+        case releaseId = "release_id", edSignature = "ed_signature", signedBy = "signed_by", createdAt = "created_at", fileName = "file_name"
     }
 }

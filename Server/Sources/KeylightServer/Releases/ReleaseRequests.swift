@@ -57,19 +57,25 @@ struct ReleaseBody: Encodable {
 }
 
 struct ArtifactBody: Encodable {
+    var release_id: String
     var platform: String
     var arch: String
     var length: Int64
     var sha256: String
     var ed_signature: String
     var signed_by: String
+    var file_name: String
+    var created_at: Int64
 
     init(_ artifact: ReleaseArtifact) {
+        release_id = artifact.releaseId
         platform = artifact.platform
         arch = artifact.arch
         length = artifact.length
         sha256 = artifact.sha256
         ed_signature = artifact.edSignature
         signed_by = artifact.signedBy
+        file_name = artifact.fileName ?? ArtifactKind.fallbackName
+        created_at = artifact.createdAt
     }
 }

@@ -6,6 +6,8 @@ extension Database {
         critical_below, phased_rollout_seconds, state, created_at, published_at, yanked_at
         """
 
+    static let artifactColumns: SQLQueryString = "release_id, platform, arch, length, sha256, ed_signature, signed_by, created_at, file_name"
+
     /// Inserts a draft (audited); false when the product's channel already has that version.
     func insertRelease(_ release: Release, actor: AuditActor) async throws -> Bool {
         try await write { db in
@@ -41,7 +43,7 @@ extension Database {
     func artifacts(releaseIds: [String]) async throws -> [ReleaseArtifact] {
         guard !releaseIds.isEmpty else { return [] }
         return try await sql.raw("""
-            SELECT release_id, platform, arch, length, sha256, ed_signature, signed_by, created_at FROM release_artifacts
+            SELECT \(Self.artifactColumns) FROM release_artifacts
             WHERE release_id IN (\(binds: releaseIds)) ORDER BY platform, arch
             """).all(decoding: ReleaseArtifact.self)
     }
@@ -72,5 +74,60 @@ extension Database {
             ])
             return .moved(moved)
         }
+    }
+
+    enum ArtifactSave { case saved, wrongState(Release.State), notFound }
+
+    /// Records a release's file for its platform and architecture, replacing an earlier upload
+    /// of the same pair (audited). Only a draft takes files: a published build's bytes and
+    /// signature are what clients have already been told.
+    func saveArtifact(_ artifact: ReleaseArtifact, tenantId: String, productId: String, actor: AuditActor) async throws -> ArtifactSave {
+        try await write { db in
+            guard let state = try await db.raw("""
+                SELECT state FROM releases WHERE tenant_id = \(bind: tenantId) AND product_id = \(bind: productId) AND id = \(bind: artifact.releaseId)
+                """).first(decodingColumn: "state", as: String.self).flatMap(Release.State.init(rawValue:)) else { return .notFound }
+            guard state == .draft else { return .wrongState(state) }
+            try await db.raw("""
+                INSERT INTO release_artifacts (\(Self.artifactColumns)) VALUES (
+                    \(bind: artifact.releaseId), \(bind: artifact.platform), \(bind: artifact.arch), \(bind: artifact.length), \(bind: artifact.sha256),
+                    \(bind: artifact.edSignature), \(bind: artifact.signedBy), \(bind: artifact.createdAt), \(bind: artifact.fileName))
+                ON CONFLICT (release_id, platform, arch) DO UPDATE SET length = \(bind: artifact.length), sha256 = \(bind: artifact.sha256),
+                    ed_signature = \(bind: artifact.edSignature), signed_by = \(bind: artifact.signedBy), created_at = \(bind: artifact.createdAt),
+                    file_name = \(bind: artifact.fileName)
+                """).run()
+            try await Self.audit(db, at: artifact.createdAt, actor: actor, action: "release.artifact", tenantId: tenantId, target: artifact.releaseId, details: [
+                "product_id": productId, "platform": artifact.platform, "arch": artifact.arch, "length": String(artifact.length),
+                "sha256": artifact.sha256, "signed_by": artifact.signedBy,
+            ])
+            return .saved
+        }
+    }
+
+    /// The product's published releases (every channel), newest release date first.
+    func publishedReleases(tenantId: String, productId: String, limit: Int) async throws -> [Release] {
+        try await sql.raw("""
+            SELECT \(Self.releaseColumns) FROM releases WHERE tenant_id = \(bind: tenantId) AND product_id = \(bind: productId) AND state = 'published'
+            ORDER BY released_at DESC, created_at DESC LIMIT \(literal: limit)
+            """).all(decoding: Release.self)
+    }
+
+    /// Counts one download of a release on `day` (days since 1970).
+    func recordDownload(releaseId: String, day: Int64) async throws {
+        try await write { db in
+            try await db.raw("""
+                INSERT INTO release_downloads (release_id, day, downloads) VALUES (\(bind: releaseId), \(bind: day), 1)
+                ON CONFLICT (release_id, day) DO UPDATE SET downloads = release_downloads.downloads + 1
+                """).run()
+        }
+    }
+
+    /// Downloads per release, over every day.
+    func downloadCounts(releaseIds: [String]) async throws -> [String: Int64] {
+        guard !releaseIds.isEmpty else { return [:] }
+        struct Row: Decodable { var release_id: String; var n: Int64 }
+        let rows = try await sql.raw("""
+            SELECT release_id, CAST(SUM(downloads) AS BIGINT) AS n FROM release_downloads WHERE release_id IN (\(binds: releaseIds)) GROUP BY release_id
+            """).all(decoding: Row.self)
+        return Dictionary(rows.map { ($0.release_id, $0.n) }, uniquingKeysWith: +)
     }
 }

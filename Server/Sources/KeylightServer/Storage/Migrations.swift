@@ -15,7 +15,7 @@ struct Migration: Sendable {
 
 extension Migration {
     /// Every migration, oldest first. Append only: never edit or reorder a released one.
-    static let all: [Migration] = [.initialSchema, .responseSigningKeys, .stripe, .webhooksAndCheckout, .dashboard, .tenantSigningKeys, .replacedLicenseKeys, .moneyPaths, .seatsAndOffline, .floatingAndUpdates, .mail, .idempotency, .sdkKeyOptional, .merchants, .appStore, .insights, .licenseLife, .paidChanges, .reminders, .portalAccounts, .reminderTemplates, .teamAccess, .releases]
+    static let all: [Migration] = [.initialSchema, .responseSigningKeys, .stripe, .webhooksAndCheckout, .dashboard, .tenantSigningKeys, .replacedLicenseKeys, .moneyPaths, .seatsAndOffline, .floatingAndUpdates, .mail, .idempotency, .sdkKeyOptional, .merchants, .appStore, .insights, .licenseLife, .paidChanges, .reminders, .portalAccounts, .reminderTemplates, .teamAccess, .releases, .releaseDelivery]
 }
 
 extension Database {

@@ -29,6 +29,7 @@ struct DashboardRenderer: Sendable {
         ("insights", PackageResources.insights_mustache),
         ("portal_layout", PackageResources.portal_layout_mustache), ("portal", PackageResources.portal_mustache), ("account", PackageResources.account_mustache),
         ("webhooks", PackageResources.webhooks_mustache), ("team", PackageResources.team_mustache), ("tokens", PackageResources.tokens_mustache),
+        ("releases", PackageResources.releases_mustache),
         ("security", PackageResources.security_mustache), ("credentials", PackageResources.credentials_mustache),
     ]
 

@@ -174,19 +174,12 @@ struct ProductsController: Sendable {
         return "/dashboard/t/\(tenant)/p/\(product)"
     }
 
-    /// The server's URL as an app reaches it: `--public-url` (`KEYLIGHT_PUBLIC_URL`), else this
-    /// request's `Host` over http (the server speaks plain HTTP; the trusted-proxy setting covers
-    /// only `X-Forwarded-For`, so a proxy's scheme and host are not known without `--public-url`).
-    private func serverURL(_ request: Request) -> String {
-        dashboard.publicURL ?? "http://\(request.head.authority ?? "localhost:8080")"
-    }
-
     private func productView(_ tenantId: String, _ productId: String, _ request: Request, _ context: DashboardContext) async throws -> ProductView {
         let tenant = try await admin.requireTenant(tenantId)
         let product = try await admin.requireProduct(tenantId: tenantId, productId: productId)
         let charts = try await ProductCharts.load(admin, tenantId: tenantId, productId: productId, now: admin.clock.unixSeconds)
         let insights = try context.requireUser().principal.holds(.insightsRead, tenantId: tenantId, productId: productId)
-        let serverURL = serverURL(request)
+        let serverURL = dashboard.serverURL(request)
         return ProductView(
             chrome: pages.chrome(product.name, context), tenantId: tenant.id, tenantName: tenant.name, product: ProductRow(product),
             sdkKey: nil, snippet: AppSnippet(product: product, sdkKey: nil, serverURL: serverURL, keys: admin.keyRing.current[product.tenantId]),

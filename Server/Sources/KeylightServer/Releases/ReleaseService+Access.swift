@@ -1,0 +1,73 @@
+import Foundation
+import KeylightCore
+
+/// Who asks for updates: a device proving its license with its lease (`X-Keylight-Lease`), or
+/// anyone, where the product's feed is public (protocol 6.9).
+enum UpdateViewer: Sendable {
+    case licensed(License, instanceId: String)
+    case publicFeed
+
+    /// Builds released up to this date are covered; nil: every build.
+    var coveredUntil: Int64? {
+        switch self {
+        case .publicFeed: nil
+        // The update window; without one, a subscription covers what was released while it ran.
+        case .licensed(let license, _): license.updatesUntil ?? license.expiresAt
+        }
+    }
+
+    func covers(_ release: Release) -> Bool {
+        coveredUntil.map { release.releasedAt <= $0 } ?? true
+    }
+
+    var instanceId: String {
+        switch self {
+        case .licensed(_, let instanceId): instanceId
+        case .publicFeed: DownloadToken.anonymous
+        }
+    }
+}
+
+extension APIError {
+    static let leaseRequired = APIError(
+        status: .unauthorized, code: "LEASE_REQUIRED",
+        message: "Updates of this product need the device's lease in X-Keylight-Lease (base64url of the lease's JSON)."
+    )
+    static func invalidLease(_ reason: String) -> APIError {
+        APIError(status: .unauthorized, code: "INVALID_LEASE", message: "The lease in X-Keylight-Lease is refused: \(reason).")
+    }
+}
+
+extension ReleaseService {
+    static let leaseHeaderLimit = 4_096
+
+    /// The viewer a request's lease header makes, or the public feed, or a refusal. A lease that
+    /// is sent is checked even where the feed is public: a tampered or foreign lease is refused,
+    /// never quietly treated as no lease.
+    func viewer(tenantId: String, productId: String, leaseHeader: String?, settings: ProductUpdateSettings) async throws -> UpdateViewer {
+        guard let header = leaseHeader else {
+            guard settings.publicFeed else { throw APIError.leaseRequired }
+            return .publicFeed
+        }
+        guard header.utf8.count <= Self.leaseHeaderLimit, let json = Base64URL.decode(Substring(header)), let lease = try? Lease(json: Data(json)) else {
+            throw APIError.invalidLease("it is not base64url of a lease's JSON")
+        }
+        guard let keys = try await keyRing.keys(for: tenantId) else { throw APIError.notFound("Product") }
+        let verification = lease.verify(with: keys.keyset, now: clock.unixSeconds)
+        guard verification.isTrusted else { throw APIError.invalidLease("it is not signed by this tenant's keys") }
+        guard !verification.expired else { throw APIError.invalidLease("it has expired; validate the license for a new one") }
+        guard let license = try await database.license(keyHash: lease.licenseKeyHash), license.tenantId == tenantId, license.productId == productId else {
+            throw APIError.invalidLease("it is not a lease of this product")
+        }
+        switch license.status {
+        case .revoked: throw APIError.licenseRevoked
+        case .suspended: throw APIError.licenseSuspended
+        case .active: break
+        }
+        guard let instance = try await database.instance(id: lease.instanceId), instance.licenseId == license.id else {
+            throw APIError.invalidLease("its device is not one of the license's")
+        }
+        guard instance.active else { throw APIError.instanceInactive }
+        return .licensed(license, instanceId: instance.id)
+    }
+}

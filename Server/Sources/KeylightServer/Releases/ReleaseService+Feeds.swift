@@ -1,0 +1,134 @@
+import Crypto
+import Foundation
+import KeylightCore
+
+/// The appcast and the JSON update check, per viewer.
+extension ReleaseService {
+    /// A rendered answer with its validator.
+    struct FeedAnswer: Sendable {
+        var body: String
+        var etag: String
+        /// Whether it is the same for everyone (a public feed read without a lease).
+        var isPublic: Bool
+    }
+
+    /// `GET /{tenant}/{product}/appcast.xml[?channel=]`: the builds the viewer's license covers
+    /// as ordinary items, newest version first, and the newest build it does not cover as an
+    /// informational item linking to where the license is renewed or upgraded. `channel` adds
+    /// that channel's items (Sparkle shows them only to apps that allow the channel).
+    func appcast(tenantId: String, productId: String, channel: String?, leaseHeader: String?, baseURL: String) async throws -> FeedAnswer {
+        guard let feed = try await feed(tenantId: tenantId, productId: productId) else { throw APIError.notFound("Product") }
+        let viewer = try await viewer(tenantId: tenantId, productId: productId, leaseHeader: leaseHeader, settings: feed.settings)
+        let channels: Set<String> = [Release.stableChannel, try ReleaseFields.channel(channel)]
+        let candidates = feed.releases
+            .filter { channels.contains($0.channel) && feed.parts[$0.id] != nil }
+            .sorted { SparkleVersion.compare($0.version, $1.version) > 0 }
+        let covered = candidates.filter(viewer.covers)
+        let newestCovered = covered.first
+        var items: [String] = []
+        if let newer = candidates.first(where: { !viewer.covers($0) }),
+           newestCovered.map({ SparkleVersion.compare(newer.version, $0.version) > 0 }) ?? true, let parts = feed.parts[newer.id] {
+            items.append(AppcastRenderer.informationalItem(parts, link: baseURL + "/portal/\(tenantId)/\(productId)", newestCovered: newestCovered?.version))
+        }
+        let expiresAt = linkExpiry()
+        for release in covered {
+            guard let parts = feed.parts[release.id] else { continue }
+            items.append(AppcastRenderer.ordinaryItem(parts, url: downloadURL(baseURL, feed: feed, release: release, artifact: parts.artifact, viewer: viewer, expiresAt: expiresAt)))
+        }
+        let body = AppcastRenderer.document(title: feed.product.name, link: baseURL + "/\(tenantId)/\(productId)/appcast.xml", items: items)
+        return FeedAnswer(body: body, etag: Self.etag(body), isPublic: { if case .publicFeed = viewer { true } else { false } }())
+    }
+
+    /// The Tauri updater's dynamic-server answer.
+    struct LatestUpdate: Encodable, Sendable {
+        var version: String
+        var notes: String
+        var pub_date: String
+        var url: String
+        var signature: String
+    }
+
+    /// `GET /{tenant}/{product}/updates/latest?current=&target=&arch=[&channel=]`: the newest
+    /// build the license covers whose short version is above `current`, with a file for the
+    /// target and architecture (or a universal one); nil when there is none (204).
+    func latest(tenantId: String, productId: String, current: String?, target: String?, arch: String?, channel: String?, leaseHeader: String?, baseURL: String) async throws -> LatestUpdate? {
+        guard let feed = try await feed(tenantId: tenantId, productId: productId) else { throw APIError.notFound("Product") }
+        let viewer = try await viewer(tenantId: tenantId, productId: productId, leaseHeader: leaseHeader, settings: feed.settings)
+        let current = try ReleaseFields.version(current, "current")
+        let platform = try Self.platform(target ?? "darwin")
+        let arch = try Self.arch(arch ?? "universal")
+        let channels: Set<String> = [Release.stableChannel, try ReleaseFields.channel(channel)]
+        let newest = feed.releases
+            .filter { channels.contains($0.channel) && viewer.covers($0) && SparkleVersion.compare($0.shortVersion, current) > 0 }
+            .sorted { SparkleVersion.compare($0.shortVersion, $1.shortVersion) > 0 }
+            .lazy.compactMap { release -> (Release, ReleaseArtifact)? in
+                let files = (feed.artifacts[release.id] ?? []).filter { $0.platform == platform }
+                let names = Self.archAliases(arch)
+                return (files.first { names.contains($0.arch) } ?? files.first { $0.arch == "universal" }).map { (release, $0) }
+            }.first
+        guard let (release, artifact) = newest else { return nil }
+        return LatestUpdate(
+            version: release.shortVersion, notes: release.notesMarkdown, pub_date: AppcastRenderer.rfc3339(release.releasedAt),
+            url: downloadURL(baseURL, feed: feed, release: release, artifact: artifact, viewer: viewer, expiresAt: linkExpiry()),
+            signature: artifact.edSignature
+        )
+    }
+
+    /// The newest stable build `license` covers and a download link for its buyer (the account
+    /// page): the Mac file where there is one. The link works for ``ReleaseDeliveryConfiguration/downloadLinkSeconds``.
+    func newestCoveredBuild(for license: License) async throws -> (release: Release, artifact: ReleaseArtifact, url: String)? {
+        guard let feed = try await feed(tenantId: license.tenantId, productId: license.productId) else { return nil }
+        let viewer = UpdateViewer.licensed(license, instanceId: DownloadToken.anonymous)
+        let newest = feed.releases
+            .filter { $0.channel == Release.stableChannel && viewer.covers($0) }
+            .sorted { SparkleVersion.compare($0.version, $1.version) > 0 }
+            .lazy.compactMap { release in
+                (AppcastRenderer.macArtifact(feed.artifacts[release.id] ?? []) ?? feed.artifacts[release.id]?.first).map { (release, $0) }
+            }.first
+        guard let (release, artifact) = newest else { return nil }
+        // Relative: the page is served by this server, whatever name the buyer reached it by.
+        return (release, artifact, downloadURL("", feed: feed, release: release, artifact: artifact, viewer: viewer, expiresAt: linkExpiry()))
+    }
+
+    /// Links expire on a five-minute grid, so a feed read twice in a row is the same bytes (one
+    /// ETag): rounded up, so a link lives at least the configured time, and at most 300 s more.
+    func linkExpiry() -> Int64 {
+        let now = clock.unixSeconds
+        return now - now % 300 + 300 + configuration.downloadLinkSeconds
+    }
+
+    func downloadURL(_ base: String, feed: ProductFeed, release: Release, artifact: ReleaseArtifact, viewer: UpdateViewer, expiresAt: Int64) -> String {
+        let path = base + "/\(feed.product.tenantId)/\(feed.product.id)/downloads/\(release.id)/\(artifact.platform)/\(artifact.arch)/\(artifact.fileName ?? ArtifactKind.fallbackName)"
+        // A public feed's files need no token; a device's link carries its own.
+        if case .publicFeed = viewer { return path }
+        let token = DownloadToken(expiresAt: expiresAt, instanceId: viewer.instanceId)
+        return path + "?token=" + token.encoded(for: .init(tenantId: feed.product.tenantId, productId: feed.product.id, releaseId: release.id, platform: artifact.platform, arch: artifact.arch), key: downloadKey)
+    }
+
+    static func etag(_ body: String) -> String {
+        "\"" + SHA256.hash(data: Data(body.utf8)).prefix(12).map { String(format: "%02x", $0) }.joined() + "\""
+    }
+
+    /// `darwin`, `windows` or `linux`; `macos` is read as `darwin`.
+    static func platform(_ value: String) throws(APIError) -> String {
+        switch value {
+        case "darwin", "macos": "darwin"
+        case "windows", "linux": value
+        default: throw .invalidRequest("platform is darwin (or macos), windows or linux.")
+        }
+    }
+
+    /// The names one architecture goes by: Tauri says `aarch64` where Apple says `arm64`.
+    static func archAliases(_ arch: String) -> Set<String> {
+        for family: Set<String> in [["arm64", "aarch64"], ["x86_64", "amd64", "x64"], ["i686", "x86", "i386"]] where family.contains(arch) { return family }
+        return [arch]
+    }
+
+    /// 1-16 of lower-case letters, digits and underscores (`universal`, `arm64`, `x86_64`, `aarch64`).
+    static func arch(_ value: String) throws(APIError) -> String {
+        guard (1...16).contains(value.utf8.count), value.utf8.allSatisfy({ (0x61...0x7A).contains($0) || (0x30...0x39).contains($0) || $0 == 0x5F }) else {
+            throw .invalidRequest("arch is 1-16 lower-case letters, digits or underscores, such as universal, arm64 or x86_64.")
+        }
+        return value
+    }
+}
