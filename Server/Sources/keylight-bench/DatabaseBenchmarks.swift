@@ -137,13 +137,15 @@ struct DatabaseBenchmarks: AsyncParsableCommand {
 
 }
 
-/// `keylight-bench serve-child`: a server process for the databases benchmark.
+/// `keylight-bench serve-child`: a server process for the databases and releases benchmarks.
 struct ServeChild: AsyncParsableCommand {
-    static let configuration = CommandConfiguration(commandName: "serve-child", abstract: "A server process for `databases` (internal).", shouldDisplay: false)
+    static let configuration = CommandConfiguration(commandName: "serve-child", abstract: "A server process for `databases` and `releases` (internal).", shouldDisplay: false)
 
     @Option var db: String?
     @Option var databaseURL: String?
     @Option var key: String
+    /// Where release files live; the releases benchmark points nginx at the same folder.
+    @Option var artifactsDir: String?
 
     func run() async throws {
         var logger = Logger(label: "keylight-bench-child")
@@ -153,6 +155,7 @@ struct ServeChild: AsyncParsableCommand {
         configuration.databasePath = db
         configuration.databaseURL = databaseURL
         configuration.masterKey = key
+        configuration.releases.artifactsDirectory = artifactsDir
         configuration.adminToken = "bench-token"
         configuration.limits = .unlimited
         configuration.poolSize = 8
@@ -182,6 +185,12 @@ final class ChildServer: @unchecked Sendable {
             process.executableURL = Bundle.main.executableURL
         }
         process.arguments = ["serve-child"] + arguments
+        // KEYLIGHT_BENCH_CHILD_WRAPPER runs the server under a tool, e.g.
+        // "valgrind --tool=callgrind --callgrind-out-file=/tmp/keylight.%p.callgrind", to see where its time goes.
+        if let wrapper = ProcessInfo.processInfo.environment["KEYLIGHT_BENCH_CHILD_WRAPPER"], !wrapper.isEmpty {
+            process.arguments = wrapper.split(separator: " ").map(String.init) + [process.executableURL!.path] + process.arguments!
+            process.executableURL = URL(fileURLWithPath: "/usr/bin/env")
+        }
         let pipe = Pipe()
         process.standardOutput = pipe
         try process.run()

@@ -19,11 +19,13 @@ struct MultiProcessTests {
         return try await Database.createScratchDatabase(serverURL: base, logger: logger).url
     }
 
-    /// `count` servers on the database named in `arguments` (`--database-url`), each with an unused SQLite path.
+    /// `count` servers on the database named in `arguments` (`--database-url`), each with an unused
+    /// SQLite path, sharing one artifacts folder in `directory` unless `arguments` names one.
     static func servers(_ count: Int, in directory: URL, environment: [String: String], arguments: [String]) async throws -> [ServerProcess] {
         var servers: [ServerProcess] = []
+        let artifacts = arguments.contains("--artifacts-dir") ? [] : ["--artifacts-dir", directory.appendingPathComponent("artifacts").path]
         for index in 0..<count {
-            servers.append(try await ServerProcess(database: directory.appendingPathComponent("unused\(index).sqlite").path, environment: environment, arguments: arguments))
+            servers.append(try await ServerProcess(database: directory.appendingPathComponent("unused\(index).sqlite").path, environment: environment, arguments: arguments + artifacts))
         }
         return servers
     }

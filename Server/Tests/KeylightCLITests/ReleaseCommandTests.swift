@@ -153,7 +153,7 @@ import Testing
             ])
         }
         let empty = folder.appendingPathComponent("empty.zip")
-        FileManager.default.createFile(atPath: empty.path, contents: Data())
+        _ = FileManager.default.createFile(atPath: empty.path, contents: Data())
         #expect(Self.failure { _ = try UploadFile.opening(empty.path) } == "\(empty.path) is empty")
         #expect(Self.failure { _ = try UploadFile.opening(folder.appendingPathComponent("missing.zip").path) }?.hasSuffix("no such file") == true)
         #expect(Self.failure { _ = try UploadFile.opening(folder.path) }?.contains("is a folder") == true)

@@ -59,6 +59,8 @@ struct Harness {
         configuration.webhookAllowPrivate = true
         // The lowest bcrypt cost: dashboard sign-ins in tests should not take 0.2 s each.
         configuration.bcryptCost = 4
+        // Release files of this test's own (with PostgreSQL the default is the working directory).
+        configuration.releases.artifactsDirectory = FileManager.default.temporaryDirectory.appendingPathComponent("keylight-test-artifacts-\(UUID().uuidString)").path
     }
 
     static var logger: Logger {

@@ -153,15 +153,16 @@ import Testing
             #expect(feed.status == .ok, "\(feed.text)")
             #expect(feed.headers[.contentType] == "application/rss+xml; charset=utf-8" && feed.headers[.cacheControl] == "private, no-cache")
             let items = Self.items(feed.text)
-            // The paid upgrade first (informational, no file), then the covered builds newest first; no draft, no beta.
-            #expect(items.map(\.version) == ["200", "110", "100"], "\(feed.text)")
-            #expect(items.map(\.informational) == [true, false, false])
+            // The paid upgrade first (informational, no file), then the newest covered build; no draft,
+            // no beta, and not 1.0, which Sparkle would never pick over 1.1 (no condition rules 1.1 out).
+            #expect(items.map(\.version) == ["200", "110"], "\(feed.text)")
+            #expect(items.map(\.informational) == [true, false])
             #expect(feed.text.contains("<link>http://localhost/portal/acme/app</link><sparkle:minimumAutoupdateVersion>110</sparkle:minimumAutoupdateVersion>") || feed.text.contains("/portal/acme/app</link><sparkle:minimumAutoupdateVersion>110<"))
             #expect(feed.text.contains("xmlns:sparkle=\"http://www.andymatuschak.org/xml-namespaces/sparkle\""))
             #expect(feed.text.contains("<description><![CDATA[<h2>1.1</h2>\n<ul><li><em>New</em> things &amp; more</li></ul>]]></description>"))
             // The beta channel adds the beta build, tagged.
             let beta = try await Self.get(client, "/acme/app/appcast.xml?channel=beta", lease: lease)
-            #expect(Self.items(beta.text).map(\.version) == ["200", "120b1", "110", "100"] && beta.text.contains("<sparkle:channel>beta</sparkle:channel>"))
+            #expect(Self.items(beta.text).map(\.version) == ["200", "120b1", "110"] && beta.text.contains("<sparkle:channel>beta</sparkle:channel>"))
             // Same feed, same ETag: 304.
             let etag = try #require(feed.headers[.eTag])
             #expect(try await Self.get(client, "/acme/app/appcast.xml", lease: lease, headers: [.ifNoneMatch: etag]).status == .notModified)
@@ -193,9 +194,11 @@ import Testing
             #expect(try await Self.get(client, "/acme/app/downloads/\(beyond)/darwin/universal/app-2.0.zip", lease: lease).code == "NOT_COVERED")
             #expect(try await Self.get(client, "/acme/app/downloads/\(beyond)/darwin/universal/app-2.0.zip").code == "LEASE_REQUIRED")
 
-            // Yanked builds leave the feed and their links stop.
-            #expect(try await client.admin(.post, "\(Self.path)/\(old)/yank").status == .ok)
-            #expect(!Self.items(try await Self.get(client, "/acme/app/appcast.xml", lease: lease).text).map(\.version).contains("100"))
+            // A yanked build leaves the feed (1.0 is then the newest covered one) and its links stop.
+            #expect(try await client.admin(.post, "\(Self.path)/\(covered)/yank").status == .ok)
+            let afterYank = try await Self.get(client, "/acme/app/appcast.xml", lease: lease)
+            #expect(Self.items(afterYank.text).map(\.version) == ["200", "100"] && afterYank.text.contains("/downloads/\(old)/"))
+            #expect(try await Self.get(client, link, lease: lease).status == .notFound)
         }
     }
 
@@ -293,6 +296,40 @@ import Testing
             // The same route still takes a whole file.
             #expect(try await Self.upload(client, id, Self.zip(10_000)).status == .created)
         }
+    }
+
+    @Test func aFrontProxyIsHandedTheFile() async throws {
+        var harness = Harness()
+        harness.configuration.releases.accelRedirectPrefix = "/protected-artifacts/"
+        try await harness.run { client in
+            _ = try await client.seed()
+            _ = try await client.admin(.patch, "/tenants/acme/products/app", ["public_feed": true])
+            let id = try await Self.release(client, version: "10", short: "1.0", releasedAt: client.clock.unixSeconds - 60)
+            let sha = try #require(try await client.database.artifacts(releaseIds: [id]).first?.sha256)
+            let reply = try await Self.get(client, "/acme/app/downloads/\(id)/darwin/universal/app-1.0.zip")
+            // The proxy sends the bytes: the answer names the file by its hash, under the internal prefix.
+            #expect(reply.status == .ok && reply.body.isEmpty)
+            #expect(reply.headers[HTTPField.Name("X-Accel-Redirect")!] == "/protected-artifacts/\(sha.prefix(2))/\(sha)")
+            #expect(reply.headers[.contentDisposition] == "attachment; filename=\"app-1.0.zip\"" && reply.headers[.eTag] == "\"\(sha)\"")
+            #expect(try await client.database.downloadCounts(releaseIds: [id])[id] == 1)
+        }
+    }
+
+    @Test func theFeedListsTheBuildsSparkleCouldPick() {
+        func release(_ version: String, channel: String = "stable", minimum: String? = nil, phased: Int64? = nil, at: Int64 = 0) -> Release {
+            Release(id: version, tenantId: "t", productId: "p", version: version, shortVersion: version, channel: channel, releasedAt: at,
+                    minSystemVersion: minimum, notesMarkdown: "", critical: false, criticalBelow: nil, phasedRolloutSeconds: phased, state: .published, createdAt: 0)
+        }
+        func choices(_ releases: [Release], now: Int64 = 1_000_000) -> [String] { ReleaseService.sparkleChoices(releases, now: now).map(\.version) }
+        // A build on macOS 14 only: older Macs need the one before it, which settles the rest.
+        #expect(choices([release("5", minimum: "14.0"), release("4"), release("3")]) == ["5", "4"])
+        // A rollout under way may hold the newest back; one that has run its seven groups does not.
+        #expect(choices([release("5", phased: 86_400, at: 1_000_000 - 86_400), release("4"), release("3")]) == ["5", "4"])
+        #expect(choices([release("5", phased: 86_400, at: 1_000_000 - 6 * 86_400), release("4")]) == ["5"])
+        // A beta build settles only older betas: apps without beta still need the stable build.
+        #expect(choices([release("6b", channel: "beta"), release("5b", channel: "beta"), release("5"), release("4")]) == ["6b", "5"])
+        #expect(choices([release("6"), release("5b", channel: "beta")]) == ["6"])
+        #expect(choices([]) == [])
     }
 
     @Test func versionsCompareAsSparkleDoes() {

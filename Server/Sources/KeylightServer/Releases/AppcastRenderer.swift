@@ -74,6 +74,8 @@ enum AppcastRenderer {
 
     /// Text and attribute values escaped for XML; characters XML 1.0 cannot carry are dropped.
     static func xml(_ text: String) -> String {
+        // Links and versions rarely hold anything to escape: a scan of bytes answers most calls.
+        if !text.utf8.contains(where: { $0 < 0x20 || $0 == 0x26 || $0 == 0x3C || $0 == 0x3E || $0 == 0x22 || $0 == 0x27 || $0 >= 0xEF }) { return text }
         var out = ""
         out.reserveCapacity(text.utf8.count)
         for scalar in text.unicodeScalars {

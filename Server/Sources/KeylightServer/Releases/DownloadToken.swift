@@ -28,6 +28,27 @@ struct DownloadToken: Sendable, Hashable {
         "\(expiresAt).\(instanceId).\(Self.mac(target, expiresAt: expiresAt, instanceId: instanceId, key: key))"
     }
 
+    /// The same, with the key's HMAC set up once (``Signer``): a feed makes a link per build.
+    func encoded(for target: Target, signer: Signer) -> String {
+        let mac = signer.mac(Self.payload(target, expiresAt: expiresAt, instanceId: instanceId))
+        return "\(expiresAt).\(instanceId).\(mac)"
+    }
+
+    /// An HMAC already keyed: copying it skips hashing the padded key for every link.
+    struct Signer: Sendable {
+        private let keyed: HMAC<SHA256>
+
+        init(key: SymmetricKey) {
+            keyed = HMAC<SHA256>(key: key)
+        }
+
+        func mac(_ payload: Data) -> String {
+            var hmac = keyed
+            hmac.update(data: payload)
+            return hmac.finalize().withUnsafeBytes { DownloadToken.base64URL($0) }
+        }
+    }
+
     /// The token in `text` if its MAC is right for `target` (compared in constant time); nil otherwise.
     static func verify(_ text: String, for target: Target, key: SymmetricKey) -> DownloadToken? {
         guard text.utf8.count <= 200 else { return nil }
@@ -48,6 +69,28 @@ struct DownloadToken: Sendable, Hashable {
     }
 
     private static func mac(_ target: Target, expiresAt: Int64, instanceId: String, key: SymmetricKey) -> String {
-        Base64.encodeURLSafe(Array(HMAC<SHA256>.authenticationCode(for: payload(target, expiresAt: expiresAt, instanceId: instanceId), using: key)))
+        HMAC<SHA256>.authenticationCode(for: payload(target, expiresAt: expiresAt, instanceId: instanceId), using: key).withUnsafeBytes { base64URL($0) }
+    }
+
+    private static let alphabet = Array("ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789-_".utf8)
+
+    /// Unpadded base64url, written directly: a feed makes a link per build, and Foundation's
+    /// encoder plus three replacements cost more than the MAC itself.
+    static func base64URL(_ bytes: UnsafeRawBufferPointer) -> String {
+        var out: [UInt8] = []
+        out.reserveCapacity((bytes.count * 4 + 2) / 3)
+        var index = 0
+        while index + 3 <= bytes.count {
+            let value = UInt32(bytes[index]) << 16 | UInt32(bytes[index + 1]) << 8 | UInt32(bytes[index + 2])
+            out += [alphabet[Int(value >> 18 & 63)], alphabet[Int(value >> 12 & 63)], alphabet[Int(value >> 6 & 63)], alphabet[Int(value & 63)]]
+            index += 3
+        }
+        let rest = bytes.count - index
+        if rest > 0 {
+            let value = UInt32(bytes[index]) << 16 | (rest == 2 ? UInt32(bytes[index + 1]) << 8 : 0)
+            out += [alphabet[Int(value >> 18 & 63)], alphabet[Int(value >> 12 & 63)]]
+            if rest == 2 { out.append(alphabet[Int(value >> 6 & 63)]) }
+        }
+        return String(decoding: out, as: UTF8.self)
     }
 }

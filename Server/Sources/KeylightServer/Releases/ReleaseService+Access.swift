@@ -38,8 +38,36 @@ extension APIError {
     }
 }
 
+extension Lease {
+    /// `now > expiresAt + skew`, as ``verify(with:now:skew:)`` decides it (an end so far off that
+    /// adding the skew overflows never comes).
+    static func hasEnded(expiresAt: Int64, now: Int64) -> Bool {
+        let (limit, overflow) = expiresAt.addingReportingOverflow(Lease.expirySkew)
+        return !overflow && now > limit
+    }
+}
+
 extension ReleaseService {
     static let leaseHeaderLimit = 4_096
+
+    /// The lease in `header`, its signature checked against the tenant's keys. A device sends the
+    /// same lease on every check and download until it renews it, so a signature once verified is
+    /// remembered (by the header's exact text, with its kid): only the kid's presence in the
+    /// keyset is checked again, which a retired key fails.
+    func verifiedLease(_ header: String, tenantId: String) async throws -> Lease {
+        guard let keys = try await keyRing.keys(for: tenantId) else { throw APIError.notFound("Product") }
+        if let known = verifiedLeases.withLockedValue({ $0[tenantId + "\u{0}" + header] }), keys.keyset[known.kid] != nil { return known }
+        guard header.utf8.count <= Self.leaseHeaderLimit, let json = Base64URL.decode(Substring(header)), let lease = try? Lease(json: Data(json)) else {
+            throw APIError.invalidLease("it is not base64url of a lease's JSON")
+        }
+        guard lease.verify(with: keys.keyset, now: clock.unixSeconds).isTrusted else { throw APIError.invalidLease("it is not signed by this tenant's keys") }
+        verifiedLeases.withLockedValue { cache in
+            // Bounded: only leases that verified get here, and the whole set is dropped when full.
+            if cache.count >= Self.verifiedLeaseLimit { cache.removeAll(keepingCapacity: true) }
+            cache[tenantId + "\u{0}" + header] = lease
+        }
+        return lease
+    }
 
     /// The viewer a request's lease header makes, or the public feed, or a refusal. A lease that
     /// is sent is checked even where the feed is public: a tampered or foreign lease is refused,
@@ -49,14 +77,12 @@ extension ReleaseService {
             guard settings.publicFeed else { throw APIError.leaseRequired }
             return .publicFeed
         }
-        guard header.utf8.count <= Self.leaseHeaderLimit, let json = Base64URL.decode(Substring(header)), let lease = try? Lease(json: Data(json)) else {
-            throw APIError.invalidLease("it is not base64url of a lease's JSON")
+        let lease = try await verifiedLease(header, tenantId: tenantId)
+        guard !Lease.hasEnded(expiresAt: lease.expiresAt, now: clock.unixSeconds) else {
+            throw APIError.invalidLease("it has expired; validate the license for a new one")
         }
-        guard let keys = try await keyRing.keys(for: tenantId) else { throw APIError.notFound("Product") }
-        let verification = lease.verify(with: keys.keyset, now: clock.unixSeconds)
-        guard verification.isTrusted else { throw APIError.invalidLease("it is not signed by this tenant's keys") }
-        guard !verification.expired else { throw APIError.invalidLease("it has expired; validate the license for a new one") }
-        guard let license = try await database.license(keyHash: lease.licenseKeyHash), license.tenantId == tenantId, license.productId == productId else {
+        guard let (license, instanceActive) = try await database.leaseHolder(keyHash: lease.licenseKeyHash, instanceId: lease.instanceId),
+              license.tenantId == tenantId, license.productId == productId else {
             throw APIError.invalidLease("it is not a lease of this product")
         }
         switch license.status {
@@ -64,10 +90,8 @@ extension ReleaseService {
         case .suspended: throw APIError.licenseSuspended
         case .active: break
         }
-        guard let instance = try await database.instance(id: lease.instanceId), instance.licenseId == license.id else {
-            throw APIError.invalidLease("its device is not one of the license's")
-        }
-        guard instance.active else { throw APIError.instanceInactive }
-        return .licensed(license, instanceId: instance.id)
+        guard let instanceActive else { throw APIError.invalidLease("its device is not one of the license's") }
+        guard instanceActive else { throw APIError.instanceInactive }
+        return .licensed(license, instanceId: lease.instanceId)
     }
 }

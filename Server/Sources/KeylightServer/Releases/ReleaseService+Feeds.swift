@@ -13,17 +13,16 @@ extension ReleaseService {
     }
 
     /// `GET /{tenant}/{product}/appcast.xml[?channel=]`: the builds the viewer's license covers
-    /// as ordinary items, newest version first, and the newest build it does not cover as an
-    /// informational item linking to where the license is renewed or upgraded. `channel` adds
-    /// that channel's items (Sparkle shows them only to apps that allow the channel).
+    /// that Sparkle could choose (``sparkleChoices(_:now:)``) as ordinary items, newest version
+    /// first, and the newest build it does not cover as an informational item linking to where
+    /// the license is renewed or upgraded. `channel` adds that channel's items (Sparkle shows them
+    /// only to apps that allow the channel).
     func appcast(tenantId: String, productId: String, channel: String?, leaseHeader: String?, baseURL: String) async throws -> FeedAnswer {
         guard let feed = try await feed(tenantId: tenantId, productId: productId) else { throw APIError.notFound("Product") }
         let viewer = try await viewer(tenantId: tenantId, productId: productId, leaseHeader: leaseHeader, settings: feed.settings)
         let channels: Set<String> = [Release.stableChannel, try ReleaseFields.channel(channel)]
-        let candidates = feed.releases
-            .filter { channels.contains($0.channel) && feed.parts[$0.id] != nil }
-            .sorted { SparkleVersion.compare($0.version, $1.version) > 0 }
-        let covered = candidates.filter(viewer.covers)
+        let candidates = feed.byVersion.filter { channels.contains($0.channel) && feed.parts[$0.id] != nil }
+        let covered = Self.sparkleChoices(candidates.filter(viewer.covers), now: clock.unixSeconds)
         let newestCovered = covered.first
         var items: [String] = []
         if let newer = candidates.first(where: { !viewer.covers($0) }),
@@ -36,7 +35,30 @@ extension ReleaseService {
             items.append(AppcastRenderer.ordinaryItem(parts, url: downloadURL(baseURL, feed: feed, release: release, artifact: parts.artifact, viewer: viewer, expiresAt: expiresAt)))
         }
         let body = AppcastRenderer.document(title: feed.product.name, link: baseURL + "/\(tenantId)/\(productId)/appcast.xml", items: items)
-        return FeedAnswer(body: body, etag: Self.etag(body), isPublic: { if case .publicFeed = viewer { true } else { false } }())
+        // The answer is a function of the feed and these inputs alone.
+        let inputs = [feed.stamp, channels.sorted().joined(separator: ","), viewer.instanceId, viewer.coveredUntil.map(String.init) ?? "-", String(expiresAt), baseURL]
+        return FeedAnswer(body: body, etag: Self.etag(inputs.joined(separator: "\u{0}")), isPublic: { if case .publicFeed = viewer { true } else { false } }())
+    }
+
+    /// The builds among `releases` (highest version first) that Sparkle could pick for some app.
+    /// Sparkle installs the highest version that passes its filters, whatever the feed's order, so
+    /// a build older than one that always passes them is never picked: the list stops at the
+    /// first build without a minimum system and without a rollout still under way. A beta build
+    /// rules out only older beta builds (an app that does not allow beta still needs the stable
+    /// ones); a stable build rules out everything older. Feeds stay small however long the
+    /// history, and each device's links are made for the builds it could install.
+    static func sparkleChoices(_ releases: [Release], now: Int64) -> [Release] {
+        var choices: [Release] = []
+        var stableSettled = false
+        var settledChannels: Set<String> = []
+        for release in releases where !stableSettled && !settledChannels.contains(release.channel) {
+            choices.append(release)
+            // Sparkle's rollout has seven groups: the last is let in after six intervals.
+            let rolledOut = release.phasedRolloutSeconds.map { now - release.releasedAt >= 6 * $0 } ?? true
+            guard release.minSystemVersion == nil, rolledOut else { continue }
+            if release.channel == Release.stableChannel { stableSettled = true } else { settledChannels.insert(release.channel) }
+        }
+        return choices
     }
 
     /// The Tauri updater's dynamic-server answer.
@@ -79,9 +101,8 @@ extension ReleaseService {
     func newestCoveredBuild(for license: License) async throws -> (release: Release, artifact: ReleaseArtifact, url: String)? {
         guard let feed = try await feed(tenantId: license.tenantId, productId: license.productId) else { return nil }
         let viewer = UpdateViewer.licensed(license, instanceId: DownloadToken.anonymous)
-        let newest = feed.releases
+        let newest = feed.byVersion
             .filter { $0.channel == Release.stableChannel && viewer.covers($0) }
-            .sorted { SparkleVersion.compare($0.version, $1.version) > 0 }
             .lazy.compactMap { release in
                 (AppcastRenderer.macArtifact(feed.artifacts[release.id] ?? []) ?? feed.artifacts[release.id]?.first).map { (release, $0) }
             }.first
@@ -102,7 +123,7 @@ extension ReleaseService {
         // A public feed's files need no token; a device's link carries its own.
         if case .publicFeed = viewer { return path }
         let token = DownloadToken(expiresAt: expiresAt, instanceId: viewer.instanceId)
-        return path + "?token=" + token.encoded(for: .init(tenantId: feed.product.tenantId, productId: feed.product.id, releaseId: release.id, platform: artifact.platform, arch: artifact.arch), key: downloadKey)
+        return path + "?token=" + token.encoded(for: .init(tenantId: feed.product.tenantId, productId: feed.product.id, releaseId: release.id, platform: artifact.platform, arch: artifact.arch), signer: downloadSigner)
     }
 
     static func etag(_ body: String) -> String {

@@ -19,8 +19,13 @@ final class ReleaseService: Sendable {
     let publicURL: String?
     /// Signs download links; derived from the master key, so every process agrees.
     let downloadKey: SymmetricKey
+    /// The same key's HMAC, set up once.
+    let downloadSigner: DownloadToken.Signer
     /// Published releases per product, read at most every ``feedLifetime`` seconds.
     private let feeds = NIOLockedValueBox<[String: ProductFeed]>([:])
+    /// Leases whose signatures verified, by tenant and header text (``verifiedLease(_:tenantId:)``).
+    let verifiedLeases = NIOLockedValueBox<[String: Lease]>([:])
+    static let verifiedLeaseLimit = 10_000
     /// How long a product's published releases are reused before they are read again. Other
     /// processes' publishes show within this; this process's own at once.
     static let feedLifetime: Int64 = 5
@@ -37,6 +42,7 @@ final class ReleaseService: Sendable {
         self.publicURL = publicURL
         self.logger = logger
         self.downloadKey = sealer.derivedKey(for: "keylight.download-links")
+        self.downloadSigner = DownloadToken.Signer(key: downloadKey)
     }
 
     // MARK: Settings and the Sparkle key
@@ -105,9 +111,14 @@ final class ReleaseService: Sendable {
         var product: Product
         var settings: ProductUpdateSettings
         var releases: [Release]
+        /// The same releases, highest version first (as Sparkle ranks them), sorted once per read.
+        var byVersion: [Release]
         var artifacts: [String: [ReleaseArtifact]]
         var parts: [String: AppcastItemParts]
         var readAt: Int64
+        /// A digest of everything the feeds are made of, so an answer's ETag is made from it and
+        /// the request's own inputs rather than by hashing each answer.
+        var stamp: String
     }
 
     /// The product's feed, read again when older than ``feedLifetime``; nil for no such product.
@@ -126,7 +137,15 @@ final class ReleaseService: Sendable {
                 parts[release.id] = AppcastRenderer.parts(release, artifact: artifact)
             }
         }
-        let feed = ProductFeed(product: product, settings: settings, releases: releases, artifacts: artifacts, parts: parts, readAt: now)
+        var digest = SHA256()
+        digest.update(data: Data((product.name + "\u{0}" + settings.sparklePublicKey + "\u{0}\(settings.publicFeed)").utf8))
+        for release in releases {
+            let part = parts[release.id].map { $0.head + $0.flags + $0.enclosureAttributes + ($0.artifact.fileName ?? "") } ?? ""
+            digest.update(data: Data(("\u{0}" + release.id + "\u{0}" + release.channel + "\u{0}\(release.releasedAt)\u{0}" + part).utf8))
+        }
+        let stamp = digest.finalize().prefix(16).map { String(format: "%02x", $0) }.joined()
+        let byVersion = releases.sorted { SparkleVersion.compare($0.version, $1.version) > 0 }
+        let feed = ProductFeed(product: product, settings: settings, releases: releases, byVersion: byVersion, artifacts: artifacts, parts: parts, readAt: now, stamp: stamp)
         feeds.withLockedValue { $0[key] = feed }
         return feed
     }

@@ -2,6 +2,7 @@ import Foundation
 import Hummingbird
 import HTTPTypes
 import NIOCore
+import _NIOFileSystem
 
 /// The public update routes (protocol 6.9): `appcast.xml`, `updates/latest` and the downloads
 /// they link. The lease or the product's public-feed setting decides; no SDK key is asked.
@@ -75,6 +76,28 @@ extension ReleaseService {
         return "http://" + (safe ? host : "localhost")
     }
 
+    /// Read from disk 256 KiB at a time, one chunk after the other: a download holds the chunk
+    /// being sent and the one being read, so memory under many parallel downloads is bounded by
+    /// this, not by the file (NIO's chunk sequence reads up to eight ahead).
+    static let chunkLength: Int64 = 256 << 10
+
+    /// The bytes `range` of the file at `path`, read as they are sent.
+    static func fileBody(path: String, range: ClosedRange<Int64>) -> ResponseBody {
+        ResponseBody(contentLength: Int(range.count)) { writer in
+            try await FileSystem.shared.withFileHandle(forReadingAt: FilePath(path)) { handle in
+                var offset = range.lowerBound
+                while offset <= range.upperBound {
+                    let chunk = try await handle.readChunk(fromAbsoluteOffset: offset, length: .bytes(Swift.min(chunkLength, range.upperBound - offset + 1)))
+                    // A file that shrank under us ends the answer short rather than spinning.
+                    guard chunk.readableBytes > 0 else { throw APIError.unavailable }
+                    offset += Int64(chunk.readableBytes)
+                    try await writer.write(chunk)
+                }
+            }
+            try await writer.finish(nil)
+        }
+    }
+
     /// Sends the file: whole, or the range asked for, with its ETag; or hands it to the front
     /// proxy (`X-Accel-Redirect`), which then serves ranges itself.
     func serve(_ download: Download, request: Request, context: KeylightRequestContext) async throws -> Response {
@@ -101,17 +124,16 @@ extension ReleaseService {
             logger.error("artifact file missing or changed", metadata: ["release": "\(download.release.id)", "sha256": "\(download.artifact.sha256)", "directory": "\(store.directory)"])
             throw APIError(status: .serviceUnavailable, code: "UNAVAILABLE", message: "The file is not in this server's artifacts folder.", retryAfter: 5)
         }
-        let files = FileIO()
         switch range {
         case .unsatisfiable:
             return Response(status: .rangeNotSatisfiable, headers: [.contentRange: "bytes */\(length)", .eTag: etag])
         case .whole:
             if counts { await countDownload(download) }
-            return Response(status: .ok, headers: headers, body: try await files.loadFile(path: download.path, context: context))
+            return Response(status: .ok, headers: headers, body: Self.fileBody(path: download.path, range: 0...(length - 1)))
         case .part(let part):
             if counts { await countDownload(download) }
             headers[.contentRange] = "bytes \(part.lowerBound)-\(part.upperBound)/\(length)"
-            return Response(status: .partialContent, headers: headers, body: try await files.loadFile(path: download.path, range: Int(part.lowerBound)...Int(part.upperBound), context: context))
+            return Response(status: .partialContent, headers: headers, body: Self.fileBody(path: download.path, range: part))
         }
     }
 }

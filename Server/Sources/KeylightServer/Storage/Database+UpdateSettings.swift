@@ -42,3 +42,25 @@ extension Database {
         }
     }
 }
+
+extension Database {
+    /// The license with key hash `keyHash` and whether `instanceId` is its device and active (nil:
+    /// not its device), in one read: the update routes check both on every request.
+    func leaseHolder(keyHash: String, instanceId: String) async throws -> (license: License, instanceActive: Bool?)? {
+        let columns = SQLQueryString(Self.licenseColumnNames.map { "l.\($0)" }.joined(separator: ", "))
+        guard let row = try await sql.raw("""
+            SELECT \(columns), i.active AS instance_active FROM licenses l
+            LEFT JOIN instances i ON i.id = \(bind: instanceId) AND i.license_id = l.id
+            WHERE l.key_hash = \(bind: keyHash)
+            """).first() else { return nil }
+        let license = try row.decode(model: License.self)
+        let active = try row.decodeNil(column: "instance_active") ? nil : try row.decode(column: "instance_active", as: Bool.self)
+        return (license, active)
+    }
+
+    static let licenseColumnNames = [
+        "id", "tenant_id", "product_id", "key_type_id", "key_hash", "masked_key", "status", "expires_at", "customer_email", "active_instances",
+        "created_at", "updated_at", "updates_until", "payment_source", "payment_order_id", "activation_limit_override", "entitlements_added", "note",
+        "starts_on_activation",
+    ]
+}
