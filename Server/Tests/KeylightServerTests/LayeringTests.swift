@@ -31,7 +31,8 @@ import Testing
 
     @Test func doorsReachStorageOnlyThroughAService() throws {
         let doors = try Self.files("Dashboard") { $0.hasSuffix("Controller.swift") || $0 == "DashboardRoutes.swift" || $0 == "DashboardAuthMiddleware.swift" || $0 == "ProductCharts.swift" }
-            + Self.files("Portal") + Self.files("Admin") { $0 == "AdminRoutes.swift" || $0 == "AdminRouter.swift" }
+            + Self.files("Portal") + Self.files("Admin") { $0.hasPrefix("AdminRoutes") || $0 == "AdminRouter.swift" }
+            + Self.files("Releases") { $0 == "UpdateRoutes.swift" }
             + Self.files("SDK") { $0 == "SDKRoutes.swift" }
             + Self.files("Stripe") { $0.hasSuffix("Routes.swift") } + Self.files("Merchants") { $0.hasSuffix("Routes.swift") }
             + Self.files("AppStore") { $0 == "AppStoreNotifications.swift" } + Self.files("Observability") { $0 == "OpsRoutes.swift" }

@@ -52,7 +52,18 @@ enum AppcastRenderer {
 
     /// An item Sparkle installs.
     static func ordinaryItem(_ parts: AppcastItemParts, url: String) -> String {
-        parts.head + parts.flags + "<enclosure url=\"" + xml(url) + "\"" + parts.enclosureAttributes + "/></item>"
+        // Appended into one buffer: a chain of `+` copies the item once per piece.
+        let link = xml(url)
+        var item = ""
+        item.reserveCapacity(parts.head.utf8.count + parts.flags.utf8.count + link.utf8.count + parts.enclosureAttributes.utf8.count + 32)
+        item += parts.head
+        item += parts.flags
+        item += "<enclosure url=\""
+        item += link
+        item += "\""
+        item += parts.enclosureAttributes
+        item += "/></item>"
+        return item
     }
 
     /// A newer build the license does not cover: no file, a link to where the license is renewed
@@ -67,8 +78,12 @@ enum AppcastRenderer {
 
     static func document(title: String, link: String, items: [String]) -> String {
         var body = "<?xml version=\"1.0\" encoding=\"utf-8\"?>\n<rss version=\"2.0\" xmlns:sparkle=\"\(sparkleNamespace)\">\n<channel>"
+        body.reserveCapacity(items.reduce(512) { $0 + $1.utf8.count + 1 })
         body += "<title>" + xml(title) + "</title><link>" + xml(link) + "</link><description>" + xml(title + " updates") + "</description><language>en</language>\n"
-        for item in items { body += item + "\n" }
+        for item in items {
+            body += item
+            body += "\n"
+        }
         return body + "</channel>\n</rss>\n"
     }
 

@@ -4,15 +4,18 @@ import KeylightCore
 /// Who asks for updates: a device proving its license with its lease (`X-Keylight-Lease`), or
 /// anyone, where the product's feed is public (protocol 6.9).
 enum UpdateViewer: Sendable {
-    case licensed(License, instanceId: String)
+    /// A licensed device, and the release date up to which its license's updates reach (nil: every build).
+    case licensed(coveredUntil: Int64?, instanceId: String)
     case publicFeed
+
+    /// The update window; without one, a subscription covers what was released while it ran.
+    static func coveredUntil(updatesUntil: Int64?, expiresAt: Int64?) -> Int64? { updatesUntil ?? expiresAt }
 
     /// Builds released up to this date are covered; nil: every build.
     var coveredUntil: Int64? {
         switch self {
         case .publicFeed: nil
-        // The update window; without one, a subscription covers what was released while it ran.
-        case .licensed(let license, _): license.updatesUntil ?? license.expiresAt
+        case .licensed(let coveredUntil, _): coveredUntil
         }
     }
 
@@ -81,17 +84,17 @@ extension ReleaseService {
         guard !Lease.hasEnded(expiresAt: lease.expiresAt, now: clock.unixSeconds) else {
             throw APIError.invalidLease("it has expired; validate the license for a new one")
         }
-        guard let (license, instanceActive) = try await database.leaseHolder(keyHash: lease.licenseKeyHash, instanceId: lease.instanceId),
-              license.tenantId == tenantId, license.productId == productId else {
+        guard let holder = try await database.leaseHolder(keyHash: lease.licenseKeyHash, instanceId: lease.instanceId),
+              holder.tenantId == tenantId, holder.productId == productId else {
             throw APIError.invalidLease("it is not a lease of this product")
         }
-        switch license.status {
+        switch holder.status {
         case .revoked: throw APIError.licenseRevoked
         case .suspended: throw APIError.licenseSuspended
         case .active: break
         }
-        guard let instanceActive else { throw APIError.invalidLease("its device is not one of the license's") }
+        guard let instanceActive = holder.instanceActive else { throw APIError.invalidLease("its device is not one of the license's") }
         guard instanceActive else { throw APIError.instanceInactive }
-        return .licensed(license, instanceId: lease.instanceId)
+        return .licensed(coveredUntil: UpdateViewer.coveredUntil(updatesUntil: holder.updatesUntil, expiresAt: holder.expiresAt), instanceId: lease.instanceId)
     }
 }

@@ -20,23 +20,35 @@ extension ReleaseService {
     func appcast(tenantId: String, productId: String, channel: String?, leaseHeader: String?, baseURL: String) async throws -> FeedAnswer {
         guard let feed = try await feed(tenantId: tenantId, productId: productId) else { throw APIError.notFound("Product") }
         let viewer = try await viewer(tenantId: tenantId, productId: productId, leaseHeader: leaseHeader, settings: feed.settings)
-        let channels: Set<String> = [Release.stableChannel, try ReleaseFields.channel(channel)]
-        let candidates = feed.byVersion.filter { channels.contains($0.channel) && feed.parts[$0.id] != nil }
-        let covered = Self.sparkleChoices(candidates.filter(viewer.covers), now: clock.unixSeconds)
-        let newestCovered = covered.first
+        let requested = try ReleaseFields.channel(channel)
+        let requestedCode = feed.channelCodes[requested] ?? 0
+        let (now, cutoff) = (clock.unixSeconds, viewer.coveredUntil)
+        var rule = SparkleChoiceRule()
+        var chosen: [Int] = []
+        var firstUncovered: Int?
+        for (index, entry) in feed.entries.enumerated() where entry.hasMacFile && (entry.channel == 0 || entry.channel == requestedCode) {
+            if let cutoff, entry.releasedAt > cutoff {
+                if firstUncovered == nil { firstUncovered = index }
+                continue
+            }
+            if rule.settledAll { break }
+            if rule.take(channel: entry.channel, unconditional: entry.isUnconditional(at: now)) { chosen.append(index) }
+        }
         var items: [String] = []
-        if let newer = candidates.first(where: { !viewer.covers($0) }),
-           newestCovered.map({ SparkleVersion.compare(newer.version, $0.version) > 0 }) ?? true, let parts = feed.parts[newer.id] {
+        items.reserveCapacity(chosen.count + 1)
+        let newestCovered = chosen.first.map { feed.byVersion[$0] }
+        // Entries are highest version first: an uncovered build before the newest covered one is newer.
+        if let uncovered = firstUncovered, uncovered < (chosen.first ?? Int.max), let parts = feed.partsByVersion[uncovered] {
             items.append(AppcastRenderer.informationalItem(parts, link: baseURL + "/portal/\(tenantId)/\(productId)", newestCovered: newestCovered?.version))
         }
         let expiresAt = linkExpiry()
-        for release in covered {
-            guard let parts = feed.parts[release.id] else { continue }
-            items.append(AppcastRenderer.ordinaryItem(parts, url: downloadURL(baseURL, feed: feed, release: release, artifact: parts.artifact, viewer: viewer, expiresAt: expiresAt)))
+        for index in chosen {
+            guard let parts = feed.partsByVersion[index] else { continue }
+            items.append(AppcastRenderer.ordinaryItem(parts, url: downloadURL(baseURL, feed: feed, release: feed.byVersion[index], artifact: parts.artifact, viewer: viewer, expiresAt: expiresAt)))
         }
         let body = AppcastRenderer.document(title: feed.product.name, link: baseURL + "/\(tenantId)/\(productId)/appcast.xml", items: items)
         // The answer is a function of the feed and these inputs alone.
-        let inputs = [feed.stamp, channels.sorted().joined(separator: ","), viewer.instanceId, viewer.coveredUntil.map(String.init) ?? "-", String(expiresAt), baseURL]
+        let inputs = [feed.stamp, requested, viewer.instanceId, cutoff.map(String.init) ?? "-", String(expiresAt), baseURL]
         return FeedAnswer(body: body, etag: Self.etag(inputs.joined(separator: "\u{0}")), isPublic: { if case .publicFeed = viewer { true } else { false } }())
     }
 
@@ -48,17 +60,13 @@ extension ReleaseService {
     /// ones); a stable build rules out everything older. Feeds stay small however long the
     /// history, and each device's links are made for the builds it could install.
     static func sparkleChoices(_ releases: [Release], now: Int64) -> [Release] {
-        var choices: [Release] = []
-        var stableSettled = false
-        var settledChannels: Set<String> = []
-        for release in releases where !stableSettled && !settledChannels.contains(release.channel) {
-            choices.append(release)
-            // Sparkle's rollout has seven groups: the last is let in after six intervals.
-            let rolledOut = release.phasedRolloutSeconds.map { now - release.releasedAt >= 6 * $0 } ?? true
-            guard release.minSystemVersion == nil, rolledOut else { continue }
-            if release.channel == Release.stableChannel { stableSettled = true } else { settledChannels.insert(release.channel) }
+        var rule = SparkleChoiceRule()
+        var codes = [Release.stableChannel: 0]
+        return releases.filter { release in
+            let code = codes[release.channel] ?? { codes[release.channel] = codes.count; return codes.count - 1 }()
+            let rolloutEnds = release.phasedRolloutSeconds.map { release.releasedAt + 6 * $0 } ?? Int64.min
+            return rule.take(channel: code, unconditional: release.minSystemVersion == nil && now >= rolloutEnds)
         }
-        return choices
     }
 
     /// The Tauri updater's dynamic-server answer.
@@ -100,7 +108,9 @@ extension ReleaseService {
     /// page): the Mac file where there is one. The link works for ``ReleaseDeliveryConfiguration/downloadLinkSeconds``.
     func newestCoveredBuild(for license: License) async throws -> (release: Release, artifact: ReleaseArtifact, url: String)? {
         guard let feed = try await feed(tenantId: license.tenantId, productId: license.productId) else { return nil }
-        let viewer = UpdateViewer.licensed(license, instanceId: DownloadToken.anonymous)
+        let viewer = UpdateViewer.licensed(
+            coveredUntil: UpdateViewer.coveredUntil(updatesUntil: license.updatesUntil, expiresAt: license.expiresAt), instanceId: DownloadToken.anonymous
+        )
         let newest = feed.byVersion
             .filter { $0.channel == Release.stableChannel && viewer.covers($0) }
             .lazy.compactMap { release in
@@ -151,5 +161,24 @@ extension ReleaseService {
             throw .invalidRequest("arch is 1-16 lower-case letters, digits or underscores, such as universal, arm64 or x86_64.")
         }
         return value
+    }
+}
+
+/// ``ReleaseService/sparkleChoices(_:now:)``'s rule, walked highest version first: a build is a
+/// choice until an unconditional build has settled its channel (a stable one settles all).
+struct SparkleChoiceRule {
+    private var stableSettled = false
+    private var settled: Set<Int> = []
+
+    /// Nothing older can be a choice any more.
+    var settledAll: Bool { stableSettled }
+
+    /// Whether the build (channel code 0 is stable) is a choice; an unconditional one settles its channel.
+    mutating func take(channel: Int, unconditional: Bool) -> Bool {
+        guard !stableSettled, !settled.contains(channel) else { return false }
+        if unconditional {
+            if channel == 0 { stableSettled = true } else { settled.insert(channel) }
+        }
+        return true
     }
 }

@@ -22,7 +22,15 @@ final class ReleaseService: Sendable {
     /// The same key's HMAC, set up once.
     let downloadSigner: DownloadToken.Signer
     /// Published releases per product, read at most every ``feedLifetime`` seconds.
-    private let feeds = NIOLockedValueBox<[String: ProductFeed]>([:])
+    private let feeds = NIOLockedValueBox(FeedCache())
+    /// The feeds, the reads under way (one per product: the requests that find a feed stale
+    /// while it is read are served the copy they found), and a count per product that a
+    /// ``forgetFeed(tenantId:productId:)`` raises so a read begun before it is not kept.
+    private struct FeedCache {
+        var feeds: [String: ProductFeed] = [:]
+        var reading: [String: Task<ProductFeed?, any Error>] = [:]
+        var generations: [String: Int] = [:]
+    }
     /// Leases whose signatures verified, by tenant and header text (``verifiedLease(_:tenantId:)``).
     let verifiedLeases = NIOLockedValueBox<[String: Lease]>([:])
     static let verifiedLeaseLimit = 10_000
@@ -107,25 +115,87 @@ final class ReleaseService: Sendable {
     // MARK: The feed cache
 
     /// A product's published releases with their artifacts and settings, as the feeds read them.
-    struct ProductFeed: Sendable {
-        var product: Product
-        var settings: ProductUpdateSettings
-        var releases: [Release]
+    /// Immutable and shared by every request until the next read: a class, so handing it out
+    /// costs one reference count, not one per field.
+    final class ProductFeed: Sendable {
+        let product: Product
+        let settings: ProductUpdateSettings
+        let releases: [Release]
         /// The same releases, highest version first (as Sparkle ranks them), sorted once per read.
-        var byVersion: [Release]
-        var artifacts: [String: [ReleaseArtifact]]
-        var parts: [String: AppcastItemParts]
-        var readAt: Int64
+        let byVersion: [Release]
+        /// What a device's appcast decides on, for each of ``byVersion``: plain values, so the walk
+        /// over a long history touches no reference-counted field.
+        let entries: [FeedEntry]
+        /// The rendered item parts of each of ``byVersion`` (nil: no Mac file).
+        let partsByVersion: [AppcastItemParts?]
+        /// Channel names to the codes in ``entries``.
+        let channelCodes: [String: Int]
+        let artifacts: [String: [ReleaseArtifact]]
+        let readAt: Int64
         /// A digest of everything the feeds are made of, so an answer's ETag is made from it and
         /// the request's own inputs rather than by hashing each answer.
-        var stamp: String
+        let stamp: String
+
+        init(product: Product, settings: ProductUpdateSettings, releases: [Release], artifacts: [String: [ReleaseArtifact]], readAt: Int64, stamp: String, parts: [String: AppcastItemParts]) {
+            self.product = product
+            self.settings = settings
+            self.releases = releases
+            self.artifacts = artifacts
+            self.readAt = readAt
+            self.stamp = stamp
+            let byVersion = releases.sorted { SparkleVersion.compare($0.version, $1.version) > 0 }
+            self.byVersion = byVersion
+            var codes = [Release.stableChannel: 0]
+            for release in byVersion where codes[release.channel] == nil { codes[release.channel] = codes.count }
+            channelCodes = codes
+            partsByVersion = byVersion.map { parts[$0.id] }
+            entries = byVersion.map { release in
+                FeedEntry(
+                    channel: codes[release.channel] ?? 0, releasedAt: release.releasedAt, hasMinimumSystem: release.minSystemVersion != nil,
+                    // Sparkle's rollout has seven groups: the last is let in after six intervals.
+                    rolloutEnds: release.phasedRolloutSeconds.map { release.releasedAt + 6 * $0 } ?? Int64.min,
+                    hasMacFile: parts[release.id] != nil
+                )
+            }
+        }
+    }
+
+    /// One release as a device's appcast weighs it.
+    struct FeedEntry: Sendable {
+        /// 0 is the stable channel.
+        var channel: Int
+        var releasedAt: Int64
+        var hasMinimumSystem: Bool
+        /// When the phased rollout has let every group in (`Int64.min`: no rollout).
+        var rolloutEnds: Int64
+        var hasMacFile: Bool
+
+        /// Whether every Mac may take it at `now`: no minimum system, no rollout under way.
+        func isUnconditional(at now: Int64) -> Bool { !hasMinimumSystem && now >= rolloutEnds }
     }
 
     /// The product's feed, read again when older than ``feedLifetime``; nil for no such product.
     func feed(tenantId: String, productId: String) async throws -> ProductFeed? {
         let key = tenantId + "/" + productId
         let now = clock.unixSeconds
-        if let cached = feeds.withLockedValue({ $0[key] }), now - cached.readAt < Self.feedLifetime, now >= cached.readAt { return cached }
+        let (cached, read, started) = feeds.withLockedValue { cache -> (ProductFeed?, Task<ProductFeed?, any Error>?, Bool) in
+            let cached = cache.feeds[key]
+            if let cached, now - cached.readAt < Self.feedLifetime, now >= cached.readAt { return (cached, nil, false) }
+            if let under = cache.reading[key] { return (cached, under, false) }
+            let generation = cache.generations[key, default: 0]
+            let task = Task { try await self.readFeed(tenantId: tenantId, productId: productId, key: key, generation: generation) }
+            cache.reading[key] = task
+            return (cached, task, true)
+        }
+        guard let read else { return cached }
+        // Another request is reading it: the copy a few seconds old serves meanwhile.
+        if !started, let cached { return cached }
+        return try await read.value
+    }
+
+    private func readFeed(tenantId: String, productId: String, key: String, generation: Int) async throws -> ProductFeed? {
+        defer { feeds.withLockedValue { _ = $0.reading.removeValue(forKey: key) } }
+        let now = clock.unixSeconds
         guard TenantPath.isValidId(tenantId), TenantPath.isValidId(productId),
               let product = try await database.product(tenantId: tenantId, id: productId) else { return nil }
         let settings = try await updateSettings(tenantId: tenantId, productId: productId)
@@ -144,14 +214,21 @@ final class ReleaseService: Sendable {
             digest.update(data: Data(("\u{0}" + release.id + "\u{0}" + release.channel + "\u{0}\(release.releasedAt)\u{0}" + part).utf8))
         }
         let stamp = digest.finalize().prefix(16).map { String(format: "%02x", $0) }.joined()
-        let byVersion = releases.sorted { SparkleVersion.compare($0.version, $1.version) > 0 }
-        let feed = ProductFeed(product: product, settings: settings, releases: releases, byVersion: byVersion, artifacts: artifacts, parts: parts, readAt: now, stamp: stamp)
-        feeds.withLockedValue { $0[key] = feed }
+        let feed = ProductFeed(product: product, settings: settings, releases: releases, artifacts: artifacts, readAt: now, stamp: stamp, parts: parts)
+        feeds.withLockedValue { cache in
+            if cache.generations[key, default: 0] == generation { cache.feeds[key] = feed }
+        }
         return feed
     }
 
-    /// Drops this process's copy of a product's feed (after a publish, a yank or a settings change).
+    /// Drops this process's copy of a product's feed (after a publish, a yank or a settings
+    /// change); a read already under way is not kept, and the next request reads afresh.
     func forgetFeed(tenantId: String, productId: String) {
-        _ = feeds.withLockedValue { $0.removeValue(forKey: tenantId + "/" + productId) }
+        let key = tenantId + "/" + productId
+        feeds.withLockedValue { cache in
+            cache.feeds.removeValue(forKey: key)
+            cache.reading.removeValue(forKey: key)
+            cache.generations[key, default: 0] += 1
+        }
     }
 }

@@ -43,24 +43,34 @@ extension Database {
     }
 }
 
+/// What the update routes need of a lease's license and device.
+struct LeaseHolder: Sendable {
+    var tenantId: String
+    var productId: String
+    var status: LicenseStatus
+    var expiresAt: Int64?
+    var updatesUntil: Int64?
+    /// Whether the lease's device is the license's and active; nil when it is not the license's.
+    var instanceActive: Bool?
+}
+
 extension Database {
-    /// The license with key hash `keyHash` and whether `instanceId` is its device and active (nil:
-    /// not its device), in one read: the update routes check both on every request.
-    func leaseHolder(keyHash: String, instanceId: String) async throws -> (license: License, instanceActive: Bool?)? {
-        let columns = SQLQueryString(Self.licenseColumnNames.map { "l.\($0)" }.joined(separator: ", "))
+    /// The license with key hash `keyHash` and whether `instanceId` is its active device, in one
+    /// read of the few columns the update routes check on every request.
+    func leaseHolder(keyHash: String, instanceId: String) async throws -> LeaseHolder? {
         guard let row = try await sql.raw("""
-            SELECT \(columns), i.active AS instance_active FROM licenses l
+            SELECT l.tenant_id, l.product_id, l.status, l.expires_at, l.updates_until, i.active AS instance_active FROM licenses l
             LEFT JOIN instances i ON i.id = \(bind: instanceId) AND i.license_id = l.id
             WHERE l.key_hash = \(bind: keyHash)
             """).first() else { return nil }
-        let license = try row.decode(model: License.self)
-        let active = try row.decodeNil(column: "instance_active") ? nil : try row.decode(column: "instance_active", as: Bool.self)
-        return (license, active)
+        func optional<T: Decodable>(_ column: String, _ type: T.Type) throws -> T? {
+            try row.decodeNil(column: column) ? nil : try row.decode(column: column, as: type)
+        }
+        guard let status = LicenseStatus(rawValue: try row.decode(column: "status", as: String.self)) else { throw StorageError.corrupt("licenses.status") }
+        return LeaseHolder(
+            tenantId: try row.decode(column: "tenant_id", as: String.self), productId: try row.decode(column: "product_id", as: String.self),
+            status: status, expiresAt: try optional("expires_at", Int64.self), updatesUntil: try optional("updates_until", Int64.self),
+            instanceActive: try optional("instance_active", Bool.self)
+        )
     }
-
-    static let licenseColumnNames = [
-        "id", "tenant_id", "product_id", "key_type_id", "key_hash", "masked_key", "status", "expires_at", "customer_email", "active_instances",
-        "created_at", "updated_at", "updates_until", "payment_source", "payment_order_id", "activation_limit_override", "entitlements_added", "note",
-        "starts_on_activation",
-    ]
 }
