@@ -298,6 +298,55 @@ import Testing
         }
     }
 
+    @Test func theBuyersAccountOffersTheNewestBuildEachLicenseCovers() async throws {
+        let harness = try AccountTests.harness()
+        try await harness.run { client in
+            let now = client.clock.unixSeconds
+            let seed = try await client.seed(keyTypeFields: ["updates_days": 365])
+            // A second license of the same buyer, of a key type without an update window.
+            _ = try await client.admin(.post, "/tenants/acme/products/app/key-types", [
+                "id": "lifetime", "display_name": "Lifetime", "activation_limit": 2, "duration_days": NSNull(), "fallback_access": false, "entitlements": ["pro"],
+            ])
+            let unbounded = try await client.admin(.post, "/tenants/acme/products/app/licenses", ["key_type_id": "lifetime", "customer_email": "buyer@example.com"])
+            let unboundedId = try #require(unbounded["id"] as? String)
+            _ = try await Self.release(client, version: "100", short: "1.0", releasedAt: now - 100 * 86_400)
+            let covered = try await Self.release(client, version: "110", short: "1.1", releasedAt: now - 86_400)
+            _ = try await Self.release(client, version: "120b1", short: "1.2b1", releasedAt: now - 3_600, channel: "beta")
+            let beyond = try await Self.release(client, version: "200", short: "2.0", releasedAt: now)
+            try await client.database.sql.raw("UPDATE releases SET released_at = \(bind: now + 400 * 86_400) WHERE id = \(bind: beyond)").run()
+            client.server.releases?.forgetFeed(tenantId: "acme", productId: "app")
+
+            let browser = AccountTests.Browser(client)
+            _ = try await browser.get()
+            _ = try await browser.post("/request-link", [("email", "buyer@example.com")])
+            let link = try #require(try await AccountTests.link(client, to: "buyer@example.com"))
+            let path = String(link.dropFirst("https://licenses.acme.example".count))
+            _ = try await browser.get(path)
+            _ = try await browser.post("/sign-in", [("token", String(path.split(separator: "=").last ?? ""))])
+            let page = try await browser.get()
+            // Each license's card offers the newest stable build it covers: 1.1 for the one with a
+            // year of updates, 2.0 for the one without a window; never the beta.
+            func offered(_ licenseId: String) -> String? {
+                guard let card = page.text.components(separatedBy: "id=\"license-\(licenseId)\"").dropFirst().first?.components(separatedBy: "</section>").first,
+                      let anchor = card.components(separatedBy: "class=\"newest-build\"><a href=\"").dropFirst().first else { return nil }
+                return String(anchor.prefix { $0 != "\"" })
+            }
+            let windowed = try #require(offered(seed.licenseId), "\(page.text)")
+            #expect(windowed.hasPrefix("/acme/app/downloads/\(covered)/darwin/universal/app-1.1.zip?token="))
+            #expect(try #require(offered(unboundedId)).hasPrefix("/acme/app/downloads/\(beyond)/darwin/universal/app-2.0.zip?token="))
+            #expect(!page.text.contains("1.2b1"))
+            // The link downloads in the browser, which has no lease.
+            let file = try await Self.get(client, windowed)
+            #expect(file.status == .ok && file.headers[.contentDisposition] == "attachment; filename=\"app-1.1.zip\"")
+
+            // A device of the license without a window sees every build as an ordinary item: 2.0,
+            // which rules out everything older for Sparkle, and no paid upgrade.
+            let lease = try Self.leaseHeader(try await client.activate(seed, key: try #require(unbounded["license_key"] as? String), machine: "m-9"))
+            let feed = Self.items(try await Self.get(client, "/acme/app/appcast.xml", lease: lease).text)
+            #expect(feed.map(\.version) == ["200"] && feed.map(\.informational) == [false])
+        }
+    }
+
     @Test func aFrontProxyIsHandedTheFile() async throws {
         var harness = Harness()
         harness.configuration.releases.accelRedirectPrefix = "/protected-artifacts/"
