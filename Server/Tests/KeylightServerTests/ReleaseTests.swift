@@ -8,12 +8,10 @@ import Testing
 @Suite(.timeLimit(.minutes(3))) struct ReleaseTests {
     static let path = "/tenants/acme/products/app/releases"
 
-    /// An artifact row, as an upload records it (uploads come with the next part).
-    static func addArtifact(_ client: Client, releaseId: String) async throws {
-        try await client.database.sql.raw("""
-            INSERT INTO release_artifacts (release_id, platform, arch, length, sha256, ed_signature, signed_by, created_at)
-            VALUES (\(bind: releaseId), 'darwin', 'universal', 1024, \(bind: String(repeating: "ab", count: 32)), 'c2ln', 'server', 1)
-            """).run()
+    /// The release's file, uploaded through the admin API (with `token`).
+    static func addArtifact(_ client: Client, releaseId: String, token: String = Harness.adminToken) async throws {
+        let reply = try await ReleaseDeliveryTests.upload(client, releaseId, ReleaseDeliveryTests.zip(), token: token)
+        #expect(reply.status == .created, "\(reply.text)")
     }
 
     @Test func draftsArePublishedWithAFileAndYanked() async throws {
@@ -81,7 +79,8 @@ import Testing
             let token = try await TeamAccessTests.token(client, ["name": "ci-release", "tenant_id": "acme", "product_id": "app", "permissions": ["releases:publish"]])
             let created = try await client.admin(.post, Self.path, ["version": "7", "short_version": "1.7"], token: token)
             #expect(created.status == .created)
-            try await Self.addArtifact(client, releaseId: try #require(created["id"] as? String))
+            // The CI token uploads the file too.
+            try await Self.addArtifact(client, releaseId: try #require(created["id"] as? String), token: token)
             #expect(try await client.admin(.post, "\(Self.path)/\(created["id"] as? String ?? "")/publish", token: token).status == .ok)
             // It cannot mint, nor read licenses, nor touch another product.
             #expect(try await client.admin(.post, "/tenants/acme/products/app/licenses", ["key_type_id": seed.keyType], token: token).status == .forbidden)

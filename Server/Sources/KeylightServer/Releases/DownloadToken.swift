@@ -23,12 +23,8 @@ struct DownloadToken: Sendable, Hashable {
         var arch: String
     }
 
-    /// `<expiry>.<instance>.<mac, base64url>`.
-    func encoded(for target: Target, key: SymmetricKey) -> String {
-        "\(expiresAt).\(instanceId).\(Self.mac(target, expiresAt: expiresAt, instanceId: instanceId, key: key))"
-    }
-
-    /// The same, with the key's HMAC set up once (``Signer``): a feed makes a link per build.
+    /// `<expiry>.<instance>.<mac, base64url>`, with the key's HMAC set up once (``Signer``): a
+    /// feed makes a link per build.
     func encoded(for target: Target, signer: Signer) -> String {
         let mac = signer.mac(Self.payload(target, expiresAt: expiresAt, instanceId: instanceId))
         return "\(expiresAt).\(instanceId).\(mac)"
@@ -66,10 +62,6 @@ struct DownloadToken: Sendable, Hashable {
 
     private static func payload(_ target: Target, expiresAt: Int64, instanceId: String) -> Data {
         Data("keylight.download.v1|\(target.tenantId)|\(target.productId)|\(target.releaseId)|\(target.platform)|\(target.arch)|\(expiresAt)|\(instanceId)".utf8)
-    }
-
-    private static func mac(_ target: Target, expiresAt: Int64, instanceId: String, key: SymmetricKey) -> String {
-        HMAC<SHA256>.authenticationCode(for: payload(target, expiresAt: expiresAt, instanceId: instanceId), using: key).withUnsafeBytes { base64URL($0) }
     }
 
     private static let alphabet = Array("ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789-_".utf8)
