@@ -1,4 +1,4 @@
-// What .ci/quickstart runs after the README's quick-start block (compiled as main.swift): the
+// What .ci/quickstart runs after the SDK's quick-start block in GettingStarted.md (compiled as main.swift): the
 // key the block activates, and the checks that the app really was licensed, validated and freed.
 import Foundation
 #if canImport(KeylightSDK)

@@ -165,7 +165,7 @@ import Testing
         #expect(tooOften.status == 64)
     }
 
-    /// The PostgreSQL equivalent the README shows: pg_dump of a live database, pg_restore into a
+    /// The PostgreSQL equivalent docs/operating/backups.md shows: pg_dump of a live database, pg_restore into a
     /// new one, a server on it with the same master key, and the license validates.
     @Test func postgresDumpRestoresAndValidates() async throws {
         guard ProcessInfo.processInfo.environment["KEYLIGHT_TEST_POSTGRES_URL"] != nil else {

@@ -321,11 +321,12 @@ import Testing
             let quietIds = Set(((recent["quiet_license_list"] as? [[String: Any]]) ?? []).compactMap { $0["license_id"] as? String })
             #expect(quietIds.contains(third.id) && !quietIds.contains(seed.licenseId))
             _ = quietInstance
-            // Over the first days, by app version: keyless 1.0 ×3, 2.0 ×2, licensed 2.0 ×3, 2.1 ×1 (last values in range).
+            // Over the first days, by app version (last values in range; k1 and k4 converted, so they are
+            // the licensed devices they became): keyless 1.0 ×2 (k2, k3), 2.0 ×1 (k5), licensed 2.0 ×3, 2.1 ×1.
             let early = try await client.admin(.get, "/tenants/acme/products/app/insights?by=app_version&from=\(CivilDay.format(day0))&to=\(CivilDay.format(day0 + 3))&window=1")
             let earlyRows = try #require(early["active_devices"] as? [[String: Any]])
             let byValue = Dictionary(uniqueKeysWithValues: earlyRows.map { ($0["value"] as? String ?? "-", ($0["licensed"] as? Int ?? -1, $0["keyless"] as? Int ?? -1)) })
-            #expect(byValue["1.0"]! == (0, 3) && byValue["2.0"]! == (3, 2) && byValue["2.1"]! == (1, 0), "\(earlyRows)")
+            #expect(byValue["1.0"]! == (0, 2) && byValue["2.0"]! == (3, 1) && byValue["2.1"]! == (1, 0), "\(earlyRows)")
             // The series on day 0, window 1: three keyless devices on 1.0.
             let series = try #require(early["series"] as? [[String: Any]])
             #expect(series.count == 4 && series.first?["day"] as? String == CivilDay.format(day0))
@@ -335,7 +336,7 @@ import Testing
             let csv = try await client.request(.get, "/admin/v1/tenants/acme/products/app/insights.csv?by=app_version&from=\(CivilDay.format(day0))&to=\(CivilDay.format(day0 + 3))", headers: [.authorization: "Bearer \(Harness.adminToken)"])
             #expect(csv.status == .ok && csv.headers[.contentType]?.hasPrefix("text/csv") == true)
             let lines = csv.text.split(separator: "\r\n").map(String.init)
-            #expect(lines.first == "app_version,devices,licensed,keyless" && lines.count == earlyRows.count + 1 && lines.contains("2.0,5,3,2"), "\(csv.text)")
+            #expect(lines.first == "app_version,devices,licensed,keyless" && lines.count == earlyRows.count + 1 && lines.contains("2.0,4,3,1"), "\(csv.text)")
             // By OS version over the last 30 days.
             let os = try await client.admin(.get, "/tenants/acme/products/app/insights?by=os_version")
             #expect((os["active_devices"] as? [[String: Any]])?.first?["value"] as? String == "15.2")

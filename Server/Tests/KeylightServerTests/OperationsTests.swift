@@ -101,7 +101,7 @@ struct CapturingLogHandler: LogHandler {
         #expect(try await database.appliedMigrations() == Migration.all.map(\.name))
         // A database from a newer build is refused rather than misread.
         try await database.sql.raw("INSERT INTO keylight_migrations (name, applied_at) VALUES ('9999_future', 0)").run()
-        await #expect(throws: StorageError.unknownMigration("9999_future")) { try await database.migrate(logger: Harness.logger) }
+        await #expect(throws: StorageError.unknownMigration("9999_future", newestKnown: Migration.all.last?.name)) { try await database.migrate(logger: Harness.logger) }
         await database.close()
         #expect(SecretFile.permissions(of: path) == 0o600)
     }

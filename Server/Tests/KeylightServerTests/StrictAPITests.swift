@@ -111,7 +111,7 @@ import Testing
 
 /// openapi.yaml's admin request schemas say exactly what the server reads: the same fields, and
 /// `additionalProperties: false` (Tests/OpenAPI/admin_request_fields.py reads the document).
-@Suite(.timeLimit(.minutes(2))) struct OpenAPIInStepTests {
+@Suite(.timeLimit(.minutes(4))) struct OpenAPIInStepTests {
     static var pythonWithYAML: Bool {
         let process = Process()
         process.executableURL = URL(fileURLWithPath: "/usr/bin/env")
@@ -171,7 +171,7 @@ import Testing
 
 /// The dashboard's SDK-key box fails closed: a product form without it (a page from before the box
 /// existed) keeps the key required.
-@Suite(.timeLimit(.minutes(2))) struct SDKKeySettingFormTests {
+@Suite(.timeLimit(.minutes(4))) struct SDKKeySettingFormTests {
     @Test func aFormWithoutTheBoxKeepsTheKeyRequired() async throws {
         try await Harness().run { client in
             _ = try await client.seed()

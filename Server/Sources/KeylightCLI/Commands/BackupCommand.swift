@@ -15,7 +15,7 @@ struct BackupCommand: AsyncParsableCommand {
         The master key is not in the backup, on purpose: keep it apart (keylight restore needs it). \
         Release files are not in it either: back up the --artifacts-dir folder (keylight-artifacts \
         beside the database by default) with your file backups; its files never change once written. \
-        PostgreSQL is backed up with pg_dump (see the README). For scheduled backups: keylight serve \
+        PostgreSQL is backed up with pg_dump (see docs/operating/backups.md). For scheduled backups: keylight serve \
         --backup-dir DIR --backup-every 1h --backup-keep 48.
         """
     )

@@ -225,29 +225,6 @@ struct ServeCommand: AsyncParsableCommand {
     }
 }
 
-struct MigrateCommand: AsyncParsableCommand {
-    static let configuration = CommandConfiguration(commandName: "migrate", abstract: "Apply database migrations and exit.")
-
-    @OptionGroup var database: DatabaseOptions
-
-    func run() async throws {
-        let logger = Logger(label: "keylight")
-        try await reportingInputFailuresAsync {
-            let db = try await database.open(poolSize: 1, logger: logger)
-            do {
-                let applied = try await db.migrate(logger: logger)
-                let all = try await db.appliedMigrations()
-                await db.close()
-                for name in applied { Standard.line("applied \(name)") }
-                Standard.line("database is at \(all.last ?? "no migrations") (\(all.count) applied)")
-            } catch {
-                await db.close()
-                throw error
-            }
-        }
-    }
-}
-
 /// A time as `90s`, `30m`, `1h`, `1d` (or plain seconds).
 struct IntervalOption: ExpressibleByArgument {
     let seconds: Int64

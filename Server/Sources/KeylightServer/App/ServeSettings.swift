@@ -120,7 +120,7 @@ extension ServerConfiguration {
                 throw ServeSettingsError("--backup-keep must be 1-100000 and --backup-every at least 1m")
             }
             guard databaseURL == nil else {
-                throw ServeSettingsError("--backup-dir backs up the SQLite database; back PostgreSQL up with pg_dump (see the README)")
+                throw ServeSettingsError("--backup-dir backs up the SQLite database; back PostgreSQL up with pg_dump (see docs/operating/backups.md)")
             }
             backups = BackupSchedule(directory: directory, interval: .seconds(settings.backupEverySeconds), keep: settings.backupKeep)
         }

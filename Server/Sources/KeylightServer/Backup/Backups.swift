@@ -4,7 +4,7 @@ import Logging
 
 /// Online backups of the embedded SQLite database, their checks, and restores into a new
 /// database. A backup holds every license and the sealed signing keys, never the master key
-/// that opens them: that is kept apart on purpose (see the README).
+/// that opens them: that is kept apart on purpose (see docs/operating/backups.md).
 public enum Backups {
     /// Copies `database` (open, possibly serving) consistently into `destination`, mode 0600,
     /// written beside it under another name and renamed into place, so a reader never sees half

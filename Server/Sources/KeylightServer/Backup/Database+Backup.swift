@@ -59,7 +59,7 @@ public struct BackupSummary: Sendable, Equatable {
 /// Why a backup or restore did not happen.
 public struct BackupError: Error, Equatable, Sendable, CustomStringConvertible {
     public let description: String
-    static let notSQLite = Self(description: "online backup is for the embedded SQLite database; back PostgreSQL up with pg_dump (see the README)")
+    static let notSQLite = Self(description: "online backup is for the embedded SQLite database; back PostgreSQL up with pg_dump (see docs/operating/backups.md)")
     static func exists(_ path: String) -> Self { Self(description: "\(path) already exists (pass --force to replace it)") }
     static func missing(_ path: String) -> Self { Self(description: "\(path): no such database") }
     static func corrupt(_ path: String, _ reason: String) -> Self { Self(description: "\(path) is not a usable backup: \(reason)") }

@@ -5,7 +5,7 @@ import NIOConcurrencyHelpers
 /// Token-bucket rate limiting keyed by client address or license, in memory and per process.
 ///
 /// Each key holds up to `burst` tokens, refilled at `count / seconds` per second. Several server
-/// processes each keep their own buckets (documented in the README): a client spread across N
+/// processes each keep their own buckets (documented in docs/operating/configuration.md): a client spread across N
 /// processes by a load balancer gets up to N times the rate.
 ///
 /// The table is bounded and every request costs O(1): buckets live in two generations, and when

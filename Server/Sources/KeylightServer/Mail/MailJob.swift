@@ -3,7 +3,7 @@ import Foundation
 /// One mail in the outbox: which mail, to whom, and how its sending has gone. It never holds
 /// the key or the body; the mail is rendered from the license when it is sent.
 public struct MailJob: Codable, Sendable, Hashable {
-    public enum Kind: String, Codable, Sendable {
+    public enum Kind: String, Codable, Sendable, CaseIterable {
         /// A license's key, to its buyer (minted with `send_email`, from a payment, or resent).
         case license
         /// Every license of the tenant under an address ("Lost your key?" in the portal).

@@ -4,6 +4,12 @@ import SQLKit
 extension Database {
     static let mailColumns: SQLQueryString = "id, tenant_id, kind, license_id, to_address, status, attempts, next_attempt_at, last_error, created_at, finished_at, days_before"
 
+    /// Only the kinds this build can send or show: a later release's processes, sharing the
+    /// database during a rolling upgrade, may queue kinds this one does not know (release 63ae57f
+    /// could not read such a row, so one of them stalled all of its sending; now they are left
+    /// to the processes that know them).
+    static var knownMailKinds: SQLQueryString { "kind IN (\(binds: MailJob.Kind.allCases.map(\.rawValue)))" }
+
     /// Queues a mail inside the caller's transaction (it commits, or is rolled back, with the
     /// change it announces).
     /// `daysBefore`: a reminder's threshold.
@@ -66,7 +72,7 @@ extension Database {
                 UPDATE mail_outbox SET locked_until = \(bind: now + lease), attempts = attempts + 1
                 WHERE id IN (
                     SELECT id FROM mail_outbox
-                    WHERE status = 'pending' AND next_attempt_at <= \(bind: now) AND locked_until <= \(bind: now)
+                    WHERE status = 'pending' AND next_attempt_at <= \(bind: now) AND locked_until <= \(bind: now) AND \(Self.knownMailKinds)
                     ORDER BY next_attempt_at, id LIMIT \(literal: limit)\(skipLocked)
                 ) AND status = 'pending' AND locked_until <= \(bind: now)
                 RETURNING \(Self.mailColumns)
@@ -106,13 +112,13 @@ extension Database {
 
     /// A license's mails, newest first (the license page).
     public func mails(licenseId: String, limit: Int = 20) async throws -> [MailJob] {
-        try await sql.raw("SELECT \(Self.mailColumns) FROM mail_outbox WHERE license_id = \(bind: licenseId) ORDER BY created_at DESC, id DESC LIMIT \(literal: limit)")
+        try await sql.raw("SELECT \(Self.mailColumns) FROM mail_outbox WHERE license_id = \(bind: licenseId) AND \(Self.knownMailKinds) ORDER BY created_at DESC, id DESC LIMIT \(literal: limit)")
             .all(decoding: MailJob.self)
     }
 
     /// Every mail of a tenant still waiting (tests, the dashboard).
     func pendingMails(tenantId: String) async throws -> [MailJob] {
-        try await sql.raw("SELECT \(Self.mailColumns) FROM mail_outbox WHERE tenant_id = \(bind: tenantId) AND status = 'pending' ORDER BY created_at, id")
+        try await sql.raw("SELECT \(Self.mailColumns) FROM mail_outbox WHERE tenant_id = \(bind: tenantId) AND status = 'pending' AND \(Self.knownMailKinds) ORDER BY created_at, id")
             .all(decoding: MailJob.self)
     }
 

@@ -39,7 +39,7 @@ extension Database {
             let known = Set(migrations.map(\.name))
             let recorded = try await db.raw("SELECT name FROM keylight_migrations").all(decodingColumn: "name", as: String.self)
             if let unknown = recorded.first(where: { !known.contains($0) }) {
-                throw StorageError.unknownMigration(unknown)
+                throw StorageError.unknownMigration(unknown, newestKnown: migrations.last?.name)
             }
             var applied: [String] = []
             for migration in migrations where !recorded.contains(migration.name) {
@@ -51,6 +51,20 @@ extension Database {
         }
         for name in applied { logger.debug("applied migration", metadata: ["migration": "\(name)"]) }
         return applied
+    }
+
+    /// What `migrate` would do, read without writing: the migrations recorded, those this build
+    /// would apply, and any recorded migration this build does not know (a newer release's: the
+    /// build refuses to run on that database).
+    public func migrationPlan() async throws -> MigrationPlan {
+        let tables = try await sql.raw(SQLQueryString(capabilities.listTables)).all(decodingColumn: "name", as: String.self)
+        let recorded = tables.contains("keylight_migrations") ? try await appliedMigrations() : []
+        let known = Set(Migration.all.map(\.name))
+        return MigrationPlan(
+            applied: recorded,
+            pending: Migration.all.filter { !recorded.contains($0.name) }.map { PendingMigration(name: $0.name, safety: $0.safety) },
+            unknown: recorded.filter { !known.contains($0) }
+        )
     }
 
     /// Names of the applied migrations, in the order applied.

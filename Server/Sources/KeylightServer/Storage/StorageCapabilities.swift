@@ -30,6 +30,9 @@ struct StorageCapabilities: Sendable {
     /// transaction on a database across the network takes one round trip for them, not two
     /// (PostgreSQL). SQLite's `WITH` takes only a `SELECT`.
     let writesThroughCTEs: Bool
+    /// Lists the tables of the schema in use, one `name` column (for reads that must not create
+    /// what they look at, such as `keylight migrate --dry-run`).
+    let listTables: String
 
     init(database: any SQLDatabase, driver: DriverTraits) {
         clusteredTable = driver.clusteredTable
@@ -37,6 +40,7 @@ struct StorageCapabilities: Sendable {
         writesThroughCTEs = driver.writesThroughCTEs
         afterBulkWrite = driver.afterBulkWrite
         migrationLock = driver.migrationLock
+        listTables = driver.listTables
         let dialect = database.dialect
         let lock = dialect.exclusiveSelectLockExpression.map { database.serialize($0).sql }
         rowLockClause = lock
@@ -61,17 +65,23 @@ struct DriverTraits: Sendable {
     var migrationLock: String?
     var backsUpIntoFile = false
     var writesThroughCTEs = false
+    var listTables: String
 
     static let sqlite = DriverTraits(
         clusteredTable: " WITHOUT ROWID",
         // Fresh planner statistics, and the write-ahead log folded back into the database file.
         afterBulkWrite: ["ANALYZE", "PRAGMA wal_checkpoint(TRUNCATE)"],
-        backsUpIntoFile: true
+        backsUpIntoFile: true,
+        listTables: "SELECT name FROM sqlite_master WHERE type = 'table'"
     )
 
     static let postgres = DriverTraits(
         afterBulkWrite: ["ANALYZE"],
-        migrationLock: "SELECT pg_advisory_xact_lock(73011984)",
-        writesThroughCTEs: true
+        // Per schema: processes sharing a database and schema migrate one at a time, while
+        // installations in other schemas of the same database (and the test suite's many
+        // schemas) do not queue behind each other.
+        migrationLock: "SELECT pg_advisory_xact_lock(73011984, hashtext(current_schema()))",
+        writesThroughCTEs: true,
+        listTables: "SELECT CAST(tablename AS TEXT) AS name FROM pg_tables WHERE schemaname = current_schema()"
     )
 }

@@ -14,9 +14,11 @@ public struct StorageError: Error, Hashable, Sendable, CustomStringConvertible {
     public static let connectionLost = Self(description: "database connection lost")
     /// A stored value could not be read back (corruption or a newer schema).
     public static func corrupt(_ what: String) -> Self { Self(description: "stored \(what) is unreadable") }
-    /// The schema is newer than this build understands.
-    public static func unknownMigration(_ name: String) -> Self {
-        Self(description: "database has migration \(name), which this build does not know; upgrade Keylight")
+    /// The schema is newer than this build understands: a downgrade, refused. Older code on a
+    /// newer schema could write rows the newer release misreads, and nothing undoes a migration.
+    public static func unknownMigration(_ name: String, newestKnown: String? = nil) -> Self {
+        let known = newestKnown.map { " (this build knows migrations up to \($0))" } ?? ""
+        return Self(description: "database has migration \(name), which this build does not know\(known): it was migrated by a newer Keylight. Downgrades are refused: run the newer release, or restore the backup taken before the upgrade")
     }
 
     /// The database cannot be reached (at start: a clear error and a non-zero exit).
