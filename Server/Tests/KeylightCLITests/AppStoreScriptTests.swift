@@ -9,7 +9,7 @@ import Testing
 /// (`SignedDataVerifier`, given the same root) makes of each; `appstore_exchange.py` then holds a
 /// `keylight serve --appstore-root-cert` to the same verdicts, and checks the exchange race, the
 /// key's use in a direct build, renewals and the notifications.
-@Suite(.timeLimit(.minutes(3))) struct AppStoreScriptTests {
+@Suite(.timeLimit(.minutes(6))) struct AppStoreScriptTests {
     static func libraryInstalled() async -> Bool {
         (try? await ChildProcess.python("-c", ["import appstoreserverlibrary, cryptography"]))?.status == 0
     }

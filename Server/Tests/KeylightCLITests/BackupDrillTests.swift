@@ -7,7 +7,7 @@ import Testing
 
 /// Backups as an operator runs them: taken while the server takes writes, checked, restored
 /// after the machine is lost, and a server started on the restore.
-@Suite(.serialized, .timeLimit(.minutes(4))) struct BackupDrillTests {
+@Suite(.serialized, .timeLimit(.minutes(6))) struct BackupDrillTests {
     static let masterKey = [UInt8](repeating: 9, count: 32)
     static let environment = ["KEYLIGHT_ADMIN_TOKEN": "t", "KEYLIGHT_MASTER_KEY": Base64.encode(masterKey)]
     static let limits = ["--rate-limit-address", "0", "--rate-limit-license", "0"]

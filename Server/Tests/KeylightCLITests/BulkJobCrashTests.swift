@@ -7,7 +7,7 @@ import Testing
 
 /// A bulk license job killed half-way (SIGKILL, no shutdown) and resumed by the restarted server:
 /// every license it selected is changed exactly once, with one audit entry each (issue 49).
-@Suite(.serialized, .timeLimit(.minutes(4))) struct BulkJobCrashTests {
+@Suite(.serialized, .timeLimit(.minutes(6))) struct BulkJobCrashTests {
     @Test(arguments: CrashTests.Backend.allCases)
     func aJobKilledHalfWayResumesWithoutApplyingTwice(backend: CrashTests.Backend) async throws {
         let (database, arguments) = try await CrashTests.storage(backend)

@@ -6,7 +6,7 @@ import NIOHTTP1
 import Testing
 
 /// `keylight client` as a user runs it, against `keylight serve`.
-@Suite(.serialized, .timeLimit(.minutes(3))) struct ClientCommandTests {
+@Suite(.serialized, .timeLimit(.minutes(6))) struct ClientCommandTests {
     @Test func activateStatusOfflineAndDeactivate() async throws {
         let directory = try temporaryDirectory()
         let http = HTTPClient.shared

@@ -2,7 +2,7 @@ import Foundation
 import Testing
 
 /// `keylight client` with a floating license and an "updates until" license, against `keylight serve`.
-@Suite(.serialized, .timeLimit(.minutes(3))) struct ClientFloatingCommandTests {
+@Suite(.serialized, .timeLimit(.minutes(6))) struct ClientFloatingCommandTests {
     @Test func aFloatingSeatIsReleasedAndRetakenAndANewerBuildRunsLimited() async throws {
         let fixture = try await ClientFixture.start()
         try await fixture.admin(.POST, "/tenants/acme/products/app/key-types",

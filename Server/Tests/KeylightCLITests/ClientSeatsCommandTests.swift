@@ -6,7 +6,7 @@ import NIOHTTP1
 import Testing
 
 /// `keylight client devices`, `deactivate --instance`, and the offline commands, against `keylight serve`.
-@Suite(.serialized, .timeLimit(.minutes(3))) struct ClientSeatsCommandTests {
+@Suite(.serialized, .timeLimit(.minutes(6))) struct ClientSeatsCommandTests {
     @Test func devicesFreeingAnotherSeatAndTheOfflineRoundTrip() async throws {
         let fixture = try await ClientFixture.start()
         let (directory, server, http, auth, keysPath) = (fixture.directory, fixture.server, fixture.http, ClientFixture.auth, fixture.keysPath)

@@ -7,7 +7,7 @@ import KeylightServerTestSupport
 import Testing
 
 /// `keylight serve` killed without warning, and shut down while its database misbehaves.
-@Suite(.serialized, .timeLimit(.minutes(3))) struct CrashTests {
+@Suite(.serialized, .timeLimit(.minutes(6))) struct CrashTests {
     enum Backend: String, CaseIterable, CustomTestStringConvertible {
         case sqlite, postgres
         var testDescription: String { rawValue }

@@ -3,7 +3,7 @@ import KeylightTestSupport
 import Testing
 
 /// `keylight admin create-user` / `list-users`, and the dashboard in a real browser.
-@Suite(.timeLimit(.minutes(3))) struct DashboardCommandTests {
+@Suite(.timeLimit(.minutes(6))) struct DashboardCommandTests {
     @Test func createUserHashesThePasswordAndRefusesBadInput() async throws {
         let database = try temporaryDirectory().appendingPathComponent("users.sqlite").path
         let created = try await CLI.run(["admin", "create-user", "--db", database, "--email", "Dev@Example.com"], stdin: Data("a long enough password\n".utf8))

@@ -4,7 +4,7 @@ import Testing
 
 /// The Insights page in headless Chromium over 30 days of history (Tests/Browser/insights_flow.py):
 /// devices by version and OS, the stacked series, the funnel, quiet licenses and the CSV export.
-@Suite(.timeLimit(.minutes(4))) struct InsightsBrowserTests {
+@Suite(.timeLimit(.minutes(6))) struct InsightsBrowserTests {
     @Test(.enabled(if: PrerequisiteGate.enabled(DashboardCommandTests.browserTestsEnabled), "needs Chromium + selenium: run through .ci/run or set KEYLIGHT_BROWSER_TESTS=1"))
     func insightsInAHeadlessBrowser() async throws {
         let work = try temporaryDirectory()

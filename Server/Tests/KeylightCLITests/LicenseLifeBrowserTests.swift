@@ -6,7 +6,7 @@ import Testing
 /// dashboard's edit form (key type, limit below the devices in use, add-on, metadata, note) and
 /// renewal, then the buyer's account from the app's upgrade link (prices, freeing a device) and
 /// from a mailed sign-in link that works once (Tests/Browser/license_life_flow.py).
-@Suite(.timeLimit(.minutes(4))) struct LicenseLifeBrowserTests {
+@Suite(.timeLimit(.minutes(6))) struct LicenseLifeBrowserTests {
     @Test(.enabled(if: PrerequisiteGate.enabled(DashboardCommandTests.browserTestsEnabled && SMTPServerProcess.available),
                    "needs Chromium + selenium and aiosmtpd: run through .ci/run or set KEYLIGHT_BROWSER_TESTS=1"))
     func licenseEditsAndTheBuyersAccountInAHeadlessBrowser() async throws {

@@ -5,7 +5,7 @@ import Testing
 /// Mail to buyers in headless Chromium against aiosmtpd: the dashboard's mail editor and
 /// preview, minting with "Mail the key", the license page's resend, and the portal's
 /// "Lost your key?" (Tests/Browser/mail_flow.py).
-@Suite(.timeLimit(.minutes(4))) struct MailBrowserTests {
+@Suite(.timeLimit(.minutes(6))) struct MailBrowserTests {
     @Test(.enabled(if: PrerequisiteGate.enabled(DashboardCommandTests.browserTestsEnabled && SMTPServerProcess.available),
                    "needs Chromium + selenium and aiosmtpd: run through .ci/run or set KEYLIGHT_BROWSER_TESTS=1"))
     func mailToBuyersInAHeadlessBrowser() async throws {

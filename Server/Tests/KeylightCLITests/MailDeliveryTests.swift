@@ -5,7 +5,7 @@ import KeylightTestSupport
 import Testing
 
 /// A buyer's key by mail, through `keylight serve` and a real SMTP server (aiosmtpd).
-@Suite(.serialized, .timeLimit(.minutes(3)), .enabled(if: PrerequisiteGate.enabled(SMTPServerProcess.available), "needs python3 with aiosmtpd and cryptography (.ci/run installs them)"))
+@Suite(.serialized, .timeLimit(.minutes(6)), .enabled(if: PrerequisiteGate.enabled(SMTPServerProcess.available), "needs python3 with aiosmtpd and cryptography (.ci/run installs them)"))
 struct MailDeliveryTests {
     static let environment = ["KEYLIGHT_ADMIN_TOKEN": "t", "KEYLIGHT_MASTER_KEY": Base64.encode([UInt8](repeating: 4, count: 32))]
     static let auth = [("Authorization", "Bearer t")]

@@ -9,7 +9,7 @@ import Testing
 /// standardwebhooks) or documented method (Lemon Squeezy's HMAC). Each provider's whole path —
 /// payment event, license, mail, activation — plus duplicates, refunds before purchases,
 /// subscriptions, bad and stale signatures, Paddle's address lookup and tenant isolation.
-@Suite(.timeLimit(.minutes(5))) struct MerchantScriptTests {
+@Suite(.timeLimit(.minutes(6))) struct MerchantScriptTests {
     static func packagesInstalled() async -> Bool {
         (try? await ChildProcess.python("-c", ["import paddle_billing, standardwebhooks, aiosmtpd"]))?.status == 0
     }

@@ -6,7 +6,7 @@ import Testing
 
 /// One App Store purchase exchanged at two `keylight serve` processes on one PostgreSQL
 /// database at once: one license, one key, whichever process minted it.
-@Suite(.serialized, .enabled(if: PrerequisiteGate.enabled(ProcessInfo.processInfo.environment["KEYLIGHT_TEST_POSTGRES_URL"] != nil), "KEYLIGHT_TEST_POSTGRES_URL is not set"), .timeLimit(.minutes(3)))
+@Suite(.serialized, .enabled(if: PrerequisiteGate.enabled(ProcessInfo.processInfo.environment["KEYLIGHT_TEST_POSTGRES_URL"] != nil), "KEYLIGHT_TEST_POSTGRES_URL is not set"), .timeLimit(.minutes(6)))
 struct MultiProcessAppStoreTests {
     @Test func oneExchangeRaceAcrossTwoProcessesMintsOneLicense() async throws {
         guard await AppStoreScriptTests.libraryInstalled() else {

@@ -6,7 +6,7 @@ import Testing
 
 /// `Idempotency-Key` across `keylight serve` processes on one PostgreSQL database: a retried mint
 /// sent to every process at once mints once.
-@Suite(.serialized, .timeLimit(.minutes(3)), .enabled(
+@Suite(.serialized, .timeLimit(.minutes(6)), .enabled(
     if: PrerequisiteGate.enabled(ProcessInfo.processInfo.environment["KEYLIGHT_TEST_POSTGRES_URL"] != nil),
     "KEYLIGHT_TEST_POSTGRES_URL is not set"
 ))

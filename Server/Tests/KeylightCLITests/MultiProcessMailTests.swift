@@ -6,7 +6,7 @@ import Testing
 
 /// The mail outbox shared by several `keylight serve` processes on one PostgreSQL database: each
 /// process sends, and each mail goes once (`FOR UPDATE SKIP LOCKED` and a lease per mail).
-@Suite(.serialized, .timeLimit(.minutes(3)), .enabled(
+@Suite(.serialized, .timeLimit(.minutes(6)), .enabled(
     if: PrerequisiteGate.enabled(ProcessInfo.processInfo.environment["KEYLIGHT_TEST_POSTGRES_URL"] != nil && SMTPServerProcess.available),
     "needs KEYLIGHT_TEST_POSTGRES_URL and aiosmtpd (.ci/run sets up both)"
 ))

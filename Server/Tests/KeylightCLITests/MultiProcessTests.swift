@@ -9,7 +9,7 @@ import NIOHTTP1
 import Testing
 
 /// Several `keylight serve` processes on one PostgreSQL database (needs KEYLIGHT_TEST_POSTGRES_URL; CI sets it).
-@Suite(.serialized, .enabled(if: PrerequisiteGate.enabled(ProcessInfo.processInfo.environment["KEYLIGHT_TEST_POSTGRES_URL"] != nil), "KEYLIGHT_TEST_POSTGRES_URL is not set"), .timeLimit(.minutes(3)))
+@Suite(.serialized, .enabled(if: PrerequisiteGate.enabled(ProcessInfo.processInfo.environment["KEYLIGHT_TEST_POSTGRES_URL"] != nil), "KEYLIGHT_TEST_POSTGRES_URL is not set"), .timeLimit(.minutes(6)))
 struct MultiProcessTests {
     /// A new, empty database on the test server; returns its URL.
     static func freshDatabase(on variable: String = "KEYLIGHT_TEST_POSTGRES_URL") async throws -> String {

@@ -4,7 +4,7 @@ import KeylightCore
 import KeylightSigning
 import Testing
 
-@Suite(.timeLimit(.minutes(3))) struct KeysCommandTests {
+@Suite(.timeLimit(.minutes(6))) struct KeysCommandTests {
     @Test func generateWritesA0600KeyFile() async throws {
         let path = try temporaryDirectory().appendingPathComponent("k.json").path
         let result = try await CLI.run(["keys", "generate", "--kid", "k1", "--out", path])
@@ -41,7 +41,7 @@ import Testing
     }
 }
 
-@Suite(.timeLimit(.minutes(3))) struct LicenseKeyCommandTests {
+@Suite(.timeLimit(.minutes(6))) struct LicenseKeyCommandTests {
     @Test func generateHashAndMask() async throws {
         let generated = try await CLI.run(["license-key", "generate", "--prefix", "ACME"])
         #expect(generated.status == 0)
@@ -71,7 +71,7 @@ import Testing
     }
 }
 
-@Suite(.timeLimit(.minutes(3))) struct LeaseCommandTests {
+@Suite(.timeLimit(.minutes(6))) struct LeaseCommandTests {
     struct Fixture {
         var directory: URL
         var keyPath: String
@@ -189,7 +189,7 @@ import Testing
     }
 }
 
-@Suite("CLI against the conformance vectors (needs ../shared/conformance)", .enabled(if: PrerequisiteGate.enabled(Shared.hasLeaseVectors), "../shared is absent"), .timeLimit(.minutes(3)))
+@Suite("CLI against the conformance vectors (needs ../shared/conformance)", .enabled(if: PrerequisiteGate.enabled(Shared.hasLeaseVectors), "../shared is absent"), .timeLimit(.minutes(6)))
 struct CLIConformanceTests {
     @Test func everyVectorGivesItsExpectedLineAndExitCode() async throws {
         let file = try #require(try JSONSerialization.jsonObject(with: Data(contentsOf: Shared.leaseVectors)) as? [String: Any])

@@ -4,7 +4,7 @@ import Testing
 
 /// The customer portal in headless Chromium with the CLI as the offline machine: request file →
 /// portal → response file → licensed offline → proof → seat free (Tests/Browser/portal_flow.py).
-@Suite(.timeLimit(.minutes(4))) struct PortalBrowserTests {
+@Suite(.timeLimit(.minutes(6))) struct PortalBrowserTests {
     @Test(.enabled(if: PrerequisiteGate.enabled(DashboardCommandTests.browserTestsEnabled), "needs Chromium + selenium: run through .ci/run or set KEYLIGHT_BROWSER_TESTS=1"))
     func offlineActivationThroughThePortalInAHeadlessBrowser() async throws {
         let work = try temporaryDirectory()

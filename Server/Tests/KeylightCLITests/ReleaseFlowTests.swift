@@ -9,7 +9,7 @@ import Testing
 /// process is in the other's appcast and downloaded from it (signature checked with pyca's
 /// Ed25519), a build past the license's update window is informational, a CI token publishes and
 /// does nothing else, a yank leaves the other process's feed, and a cut-off upload leaves nothing.
-@Suite(.serialized, .enabled(if: PrerequisiteGate.enabled(ProcessInfo.processInfo.environment["KEYLIGHT_TEST_POSTGRES_URL"] != nil), "KEYLIGHT_TEST_POSTGRES_URL is not set"), .timeLimit(.minutes(4)))
+@Suite(.serialized, .enabled(if: PrerequisiteGate.enabled(ProcessInfo.processInfo.environment["KEYLIGHT_TEST_POSTGRES_URL"] != nil), "KEYLIGHT_TEST_POSTGRES_URL is not set"), .timeLimit(.minutes(6)))
 struct ReleaseFlowTests {
     /// Whether `python3` can import pyca/cryptography (.ci/run installs it).
     static func cryptographyInstalled() async -> Bool {

@@ -7,7 +7,7 @@ import Testing
 
 /// Keylight's SMTP client against a real SMTP server (aiosmtpd), read back with Python's own
 /// email parser.
-@Suite(.serialized, .timeLimit(.minutes(3)), .enabled(if: PrerequisiteGate.enabled(SMTPServerProcess.available), "needs python3 with aiosmtpd and cryptography (.ci/run installs them)"))
+@Suite(.serialized, .timeLimit(.minutes(6)), .enabled(if: PrerequisiteGate.enabled(SMTPServerProcess.available), "needs python3 with aiosmtpd and cryptography (.ci/run installs them)"))
 struct SMTPClientTests {
     static func message(to: String = "buyer@example.com", subject: String = "Your Widget license", text: String, html: String = "<p>Hello</p>") throws -> MailMessage {
         var random = SystemRandomNumberGenerator()

@@ -10,7 +10,7 @@ import Testing
 
 /// `keylight serve` and `keylight migrate` as processes: first start, the admin token, and
 /// graceful shutdown without losing a committed write.
-@Suite(.serialized, .timeLimit(.minutes(3))) struct ServeCommandTests {
+@Suite(.serialized, .timeLimit(.minutes(6))) struct ServeCommandTests {
     static func databasePath() throws -> String {
         try temporaryDirectory().appendingPathComponent("keylight.sqlite").path
     }

@@ -6,7 +6,7 @@ import Testing
 /// Stripe's money paths (protocol 6.6) from outside: `Tests/Stripe/stripe_money_paths.py` drives a
 /// real `keylight serve` with events signed by Stripe's own Python library, so the signature check
 /// is held against a signer that shares no code with the server.
-@Suite(.timeLimit(.minutes(3))) struct StripeScriptTests {
+@Suite(.timeLimit(.minutes(6))) struct StripeScriptTests {
     /// Whether `python3` can import the `stripe` package.
     static func stripePackageInstalled() async -> Bool {
         (try? await ChildProcess.python("-c", ["import stripe"]))?.status == 0

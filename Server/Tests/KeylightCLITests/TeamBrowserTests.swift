@@ -7,7 +7,7 @@ import Testing
 /// with a code pyotp computes (an implementation of RFC 6238 that shares no code with the
 /// server), signs in with a later code and with a recovery code that works once, and cannot open
 /// the webhook page (Tests/Browser/team_flow.py).
-@Suite(.timeLimit(.minutes(4))) struct TeamBrowserTests {
+@Suite(.timeLimit(.minutes(6))) struct TeamBrowserTests {
     /// Whether `python3` can import pyotp (.ci/run installs it).
     static func pyotpInstalled() async -> Bool {
         (try? await ChildProcess.python("-c", ["import pyotp"]))?.status == 0

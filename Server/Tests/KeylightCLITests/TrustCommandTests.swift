@@ -4,7 +4,7 @@ import NIOConcurrencyHelpers
 import Testing
 
 /// `keylight trust`: two processes pair over loopback, then authenticate with the mutual challenge.
-@Suite(.timeLimit(.minutes(3))) struct TrustCommandTests {
+@Suite(.timeLimit(.minutes(6))) struct TrustCommandTests {
     /// A `keylight trust listen` child process, its output collected.
     final class Listener: Sendable {
         let process: Process

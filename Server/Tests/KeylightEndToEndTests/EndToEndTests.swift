@@ -7,7 +7,7 @@ import Testing
 
 /// The SDK against a live server on a loopback port: the whole path an app takes.
 @MainActor
-@Suite(.serialized, .timeLimit(.minutes(3))) struct EndToEndTests {
+@Suite(.serialized, .timeLimit(.minutes(6))) struct EndToEndTests {
     static func manager(_ server: LiveServer, sdkKey: String, store: any SecureStore, trusted: Keyset) -> LicenseManager {
         LicenseManager(configuration: Configuration(
             serverURL: server.url, tenantId: "acme", productId: "app", sdkKey: sdkKey, keyPrefix: "ACME",

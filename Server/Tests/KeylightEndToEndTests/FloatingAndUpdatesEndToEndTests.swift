@@ -8,7 +8,7 @@ import Testing
 /// Floating seats and "updates until" licenses through the SDK against a live server, with a
 /// 10-second heartbeat (the shortest a key type may have) and the real clock.
 @MainActor
-@Suite(.serialized, .timeLimit(.minutes(3))) struct FloatingAndUpdatesEndToEndTests {
+@Suite(.serialized, .timeLimit(.minutes(6))) struct FloatingAndUpdatesEndToEndTests {
     /// The network of one device, which a test can cut.
     final class Cable: Transport, @unchecked Sendable {
         // @unchecked: `plugged` is only touched under `lock` (Mutex needs macOS 15; the package supports 14).

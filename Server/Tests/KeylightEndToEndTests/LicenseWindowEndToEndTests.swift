@@ -9,7 +9,7 @@ import Testing
 /// what the server says of the license (protocol 6.9), and "Lost your key?" on a server that
 /// sends no mail.
 @MainActor
-@Suite(.serialized, .timeLimit(.minutes(3))) struct LicenseWindowEndToEndTests {
+@Suite(.serialized, .timeLimit(.minutes(6))) struct LicenseWindowEndToEndTests {
     @Test func pasteActivateSummaryAndLostKey() async throws {
         let server = try LiveServer()
         try await server.start()

@@ -9,7 +9,7 @@ import Testing
 /// Stripe's API, the payment's signed webhook, the minted license reaching the developer's own
 /// receiver as a signed `license.created`, and the app activating with the key it carried.
 @MainActor
-@Suite(.serialized, .timeLimit(.minutes(3))) struct PaymentToActivationTests {
+@Suite(.serialized, .timeLimit(.minutes(6))) struct PaymentToActivationTests {
     static let stripeWebhookSecret = "whsec_e2e_stripe"
 
     @Test func paymentMintsALicenseThatReachesTheReceiverAndActivates() async throws {

@@ -7,7 +7,7 @@ import Testing
 
 /// Seats and offline activation through the SDK, against a live server (protocol 6.3, 6.4).
 @MainActor
-@Suite(.serialized, .timeLimit(.minutes(3))) struct SeatsAndOfflineEndToEndTests {
+@Suite(.serialized, .timeLimit(.minutes(6))) struct SeatsAndOfflineEndToEndTests {
     struct FixedClock: WallClock {
         var now: Date
     }

@@ -67,7 +67,7 @@ final class TamperingProxy: Transport, @unchecked Sendable {
 }
 
 @MainActor
-@Suite(.serialized, .timeLimit(.minutes(3))) struct TamperingTests {
+@Suite(.serialized, .timeLimit(.minutes(6))) struct TamperingTests {
     static let expectedReasons: [TamperingProxy.Attack: String] = [
         .editBody: "bad_message_signature", .stripSignature: "missing_signature", .replay: "bad_message_signature",
         .foreignIntermediate: "bad_root_signature", .expiredIntermediate: "intermediate_expired", .forgeRejection: "bad_message_signature",

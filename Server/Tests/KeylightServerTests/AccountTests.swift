@@ -9,7 +9,7 @@ import Testing
 /// The buyer's account in the portal (issue 49): a sign-in link mailed to the address (once, 15
 /// minutes, rate-limited, the same answer for any address), every license of the address, and the
 /// hosted clients' upgrade link that trades a key for a session without logging it.
-@Suite(.timeLimit(.minutes(3))) struct AccountTests {
+@Suite(.timeLimit(.minutes(6))) struct AccountTests {
     static let base = "/portal/acme/account"
 
     /// A browser on the account pages: keeps their cookie, reads each page's CSRF token.

@@ -10,7 +10,7 @@ import Testing
 /// How many statements an activation sends: on PostgreSQL each is a round trip, so the
 /// machine's instance and the webhook subscription are read with the license, and the slot and
 /// the instance are written in one statement.
-@Suite(.timeLimit(.minutes(3))) struct ActivationStatementsTests {
+@Suite(.timeLimit(.minutes(6))) struct ActivationStatementsTests {
     typealias Conformance = StorageConformanceTests
 
     @Test(arguments: StorageBackend.available.filter { $0 != .sqliteFile })

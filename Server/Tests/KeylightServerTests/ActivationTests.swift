@@ -3,7 +3,7 @@ import KeylightCore
 @testable import KeylightServer
 import Testing
 
-@Suite(.timeLimit(.minutes(3))) struct ActivationTests {
+@Suite(.timeLimit(.minutes(6))) struct ActivationTests {
     @Test func activationReturnsASignedLeaseThatVerifiesWithThePublicKeyset() async throws {
         let harness = Harness()
         try await harness.run { client in

@@ -6,7 +6,7 @@ import Testing
 
 /// The write-behind flush stores validation times and instances' telemetry a chunk of instances
 /// per statement, not one statement per instance.
-@Suite(.timeLimit(.minutes(3))) struct ActivityFlushStatementsTests {
+@Suite(.timeLimit(.minutes(6))) struct ActivityFlushStatementsTests {
     typealias Conformance = StorageConformanceTests
 
     /// More instances than one statement takes, each activated on `opened`; their ids, sorted.

@@ -4,7 +4,7 @@ import KeylightCore
 @testable import KeylightServer
 import Testing
 
-@Suite(.timeLimit(.minutes(3))) struct AdminAPITests {
+@Suite(.timeLimit(.minutes(6))) struct AdminAPITests {
     @Test func everyAdminRouteNeedsTheToken() async throws {
         try await Harness().run { client in
             let seed = try await client.seed()
@@ -179,7 +179,7 @@ import Testing
 }
 
 /// Email checks read code points, as openapi.yaml's pattern does (schemathesis found the gap).
-@Suite(.timeLimit(.minutes(4))) struct EmailFieldTests {
+@Suite(.timeLimit(.minutes(6))) struct EmailFieldTests {
     @Test func anAtFollowedByAModifierIsStillAnAt() throws {
         // `@` + U+1F3FB is one Character; the address still has its `@`.
         #expect(try Field.email("ada@\u{1F3FB}example.com") == "ada@\u{1F3FB}example.com")

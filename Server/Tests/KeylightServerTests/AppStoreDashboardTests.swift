@@ -4,7 +4,7 @@ import Testing
 
 /// The App Store on the dashboard: the product's app and environments, the key type's StoreKit
 /// product, and the license page naming the purchase it came from.
-@Suite(.timeLimit(.minutes(3))) struct AppStoreDashboardTests {
+@Suite(.timeLimit(.minutes(6))) struct AppStoreDashboardTests {
     @Test func settingsMappingAndOriginThroughTheDashboard() async throws {
         try await Harness().run { client in
             let (browser, seed) = try await DashboardTests.signedIn(client)

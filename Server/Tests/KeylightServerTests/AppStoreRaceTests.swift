@@ -5,7 +5,7 @@ import SQLKit
 import Testing
 
 /// One license per App Store purchase, on every database, however many exchanges race.
-@Suite(.timeLimit(.minutes(3))) struct AppStoreRaceTests {
+@Suite(.timeLimit(.minutes(6))) struct AppStoreRaceTests {
     @Test(arguments: StorageBackend.available)
     func fiftyConcurrentExchangesOfOnePurchaseMintOneLicense(backend: StorageBackend) async throws {
         try await backend.with(poolSize: 8) { database in

@@ -6,7 +6,7 @@ import Testing
 /// Bulk license changes (issue 49): a dry run that changes nothing, then a job that is stopped
 /// half-way, resumed by two runners at once (as two processes would), and applied exactly once
 /// to every license it selected.
-@Suite(.timeLimit(.minutes(4))) struct BulkLicenseTests {
+@Suite(.timeLimit(.minutes(6))) struct BulkLicenseTests {
     static let base = "/tenants/acme/products/app/licenses"
 
     @Test(arguments: StorageBackend.available)

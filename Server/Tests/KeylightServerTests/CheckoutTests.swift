@@ -6,7 +6,7 @@ import KeylightServerTestSupport
 import Testing
 
 /// `POST /api/{tenantId}/checkout` against a local server that speaks Stripe's wire format.
-@Suite(.timeLimit(.minutes(3))) struct CheckoutTests {
+@Suite(.timeLimit(.minutes(6))) struct CheckoutTests {
     static let session = #"{"id":"cs_test_1","object":"checkout.session","url":"https://checkout.stripe.com/c/pay/cs_test_1"}"#
 
     /// A harness pointed at `stripe`, with Stripe configured, a priced key type and a checkout key.

@@ -7,7 +7,7 @@ import NIOCore
 import Testing
 
 /// The activation cap under concurrency: in-process through the router, and over real HTTP.
-@Suite(.timeLimit(.minutes(3))) struct ConcurrencyTests {
+@Suite(.timeLimit(.minutes(6))) struct ConcurrencyTests {
     static func databaseFile() throws -> String {
         let directory = try temporaryDirectory()
         return directory.appendingPathComponent("test.sqlite").path

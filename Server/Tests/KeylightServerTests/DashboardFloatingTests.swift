@@ -5,7 +5,7 @@ import Testing
 
 /// The dashboard's part of floating and "updates until" licenses: the key type form and table,
 /// and the license page's seats and updates.
-@Suite(.timeLimit(.minutes(3))) struct DashboardFloatingTests {
+@Suite(.timeLimit(.minutes(6))) struct DashboardFloatingTests {
     @Test func aFloatingUpdatesKeyTypeFromTheFormShowsOnTheProductAndLicensePages() async throws {
         let harness = Harness()
         try await harness.run { client in

@@ -6,7 +6,7 @@ import Testing
 
 /// The dashboard's part of seats and offline activation: the license page's response download,
 /// the product's portal switch and link, and key types' offline lease length.
-@Suite(.timeLimit(.minutes(3))) struct DashboardOfflineTests {
+@Suite(.timeLimit(.minutes(6))) struct DashboardOfflineTests {
     @Test func theLicensePageTurnsAPastedRequestIntoAResponseFileAuditedAsTheUser() async throws {
         try await Harness().run { client in
             let (browser, seed) = try await DashboardTests.signedIn(client)

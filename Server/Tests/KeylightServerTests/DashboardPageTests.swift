@@ -10,7 +10,7 @@ import Testing
 
 /// The dashboard's pages and forms, signed in: the catalog, licenses (search, actions, CSV),
 /// signing keys, the audit log and charts, and what a database outage looks like.
-@Suite(.timeLimit(.minutes(3))) struct DashboardPageTests {
+@Suite(.timeLimit(.minutes(6))) struct DashboardPageTests {
     @Test func catalogPagesAndForms() async throws {
         try await Harness().run { client in
             _ = try await client.seed()

@@ -10,7 +10,7 @@ import Testing
 
 /// The dashboard through the router: sign-in, sessions, CSRF and throttling (the pages and
 /// forms signed in are in DashboardPageTests).
-@Suite(.timeLimit(.minutes(3))) struct DashboardTests {
+@Suite(.timeLimit(.minutes(6))) struct DashboardTests {
     static let email = "dev@example.com"
     static let password = "correct horse battery"
 

@@ -7,7 +7,7 @@ import SQLKit
 import Testing
 
 /// The database going away while the server runs: 503 with Retry-After, no crash, recovery.
-@Suite(.timeLimit(.minutes(3))) struct DatabaseOutageTests {
+@Suite(.timeLimit(.minutes(6))) struct DatabaseOutageTests {
     @Test func closedDatabaseAnswers503AndTheServerStaysUp() async throws {
         try await Harness().run { client in
             let seed = try await client.seed()

@@ -5,7 +5,7 @@ import KeylightCore
 import Testing
 
 /// Every row of the protocol's error table, with its status and code; none changes anything.
-@Suite(.timeLimit(.minutes(3))) struct ErrorTableTests {
+@Suite(.timeLimit(.minutes(6))) struct ErrorTableTests {
     @Test func badRequests() async throws {
         try await Harness().run { client in
             let seed = try await client.seed()
@@ -136,7 +136,7 @@ import Testing
     }
 }
 
-@Suite(.timeLimit(.minutes(3))) struct FieldTests {
+@Suite(.timeLimit(.minutes(6))) struct FieldTests {
     @Test(arguments: ["a\u{0}", "a\u{1F}b", "\u{7F}", "x\u{85}y", "\u{9F}"])
     func controlCharactersAreFound(text: String) {
         #expect(Field.containsControlCharacter(text))
@@ -150,7 +150,7 @@ import Testing
 
 /// A known path asked with a method it does not have: 405 with `Allow` (RFC 9110), before any
 /// authentication, and nothing changes; an unknown path stays 404.
-@Suite(.timeLimit(.minutes(3))) struct MethodNotAllowedTests {
+@Suite(.timeLimit(.minutes(6))) struct MethodNotAllowedTests {
     @Test func knownPathsAnswer405WithAllow() async throws {
         try await Harness().run { client in
             let seed = try await client.seed()

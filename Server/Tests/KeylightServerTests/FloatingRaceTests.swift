@@ -9,7 +9,7 @@ import Testing
 /// The floating cap under a race: 300 activations of a 5-seat license while its seats expire
 /// (the clock runs 1 s per 2 ms against a 10 s heartbeat) and sweeps run concurrently. On
 /// PostgreSQL two separate connection pools share the database, as two server processes do.
-@Suite(.timeLimit(.minutes(3))) struct FloatingRaceTests {
+@Suite(.timeLimit(.minutes(6))) struct FloatingRaceTests {
     static let limit = 5
 
     @Test(arguments: StorageBackend.available)

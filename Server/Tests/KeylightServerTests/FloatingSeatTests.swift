@@ -7,7 +7,7 @@ import Testing
 
 /// Floating seats over the SDK API: held while the device validates, freed when it goes silent
 /// for longer than `heartbeat_seconds` (by the license's next activation or validation, or the sweep).
-@Suite(.timeLimit(.minutes(3))) struct FloatingSeatTests {
+@Suite(.timeLimit(.minutes(6))) struct FloatingSeatTests {
     static func floating(heartbeat: Int = 30, overage: Double? = nil) -> [String: Any] {
         var fields: [String: Any] = ["floating": true, "heartbeat_seconds": heartbeat]
         if let overage { fields["overage"] = overage }

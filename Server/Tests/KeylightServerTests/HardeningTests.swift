@@ -9,7 +9,7 @@ import KeylightServerTestSupport
 import Testing
 
 /// The server against hostile input, slow and numerous peers, and proxies.
-@Suite(.timeLimit(.minutes(3))) struct HardeningTests {
+@Suite(.timeLimit(.minutes(6))) struct HardeningTests {
     // MARK: Integer overflow on untrusted input
 
     @Test func anExtremeStripeTimestampIsRefusedNotFatal() async throws {
@@ -269,7 +269,7 @@ import Testing
 }
 
 /// Mutated JSON and form bodies against the routes that read them: never a 5xx, never a trap.
-@Suite(.timeLimit(.minutes(3))) struct BodyFuzzTests {
+@Suite(.timeLimit(.minutes(6))) struct BodyFuzzTests {
     @Test func mutatedBodiesGetClientErrorsOnly() async throws {
         let seed = Mutator.seed("request bodies")
         try await Harness().run { client in

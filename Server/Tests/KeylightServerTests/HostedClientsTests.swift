@@ -8,7 +8,7 @@ import Testing
 /// (keylight-js 0.2.0) and C# (keylight-csharp 0.5.0) clients, replayed request by request as
 /// their public sources send them (method, path, headers, body fields), and answered with the
 /// fields they parse.
-@Suite(.timeLimit(.minutes(3))) struct HostedClientsTests {
+@Suite(.timeLimit(.minutes(6))) struct HostedClientsTests {
     /// The tenant's keyset, as every client fetches it (no SDK key).
     static func tenantKeyset(_ client: Client) async throws -> Keyset {
         let reply = try await client.request(.get, "/acme/.well-known/keylight-keys")

@@ -6,7 +6,7 @@ import KeylightServerTestSupport
 import Testing
 
 /// Protocol 6.1: what the hosted service's clients and migrated customers need from this server.
-@Suite(.timeLimit(.minutes(3))) struct HostedCompatibilityTests {
+@Suite(.timeLimit(.minutes(6))) struct HostedCompatibilityTests {
     @Test func productPrefixesOfTwoToEightCharacters() async throws {
         try await Harness().run { client in
             _ = try await client.admin(.post, "/tenants", ["id": "acme", "name": "Acme"])

@@ -6,7 +6,7 @@ import KeylightTestSupport
 import Testing
 
 /// Malformed and hostile input answers 4xx, changes nothing, and never takes the server down.
-@Suite(.timeLimit(.minutes(3))) struct HostileInputTests {
+@Suite(.timeLimit(.minutes(6))) struct HostileInputTests {
     static func snapshot(_ client: Client) async throws -> [Int] {
         var counts: [Int] = []
         for table in ["tenants", "products", "key_types", "licenses", "instances", "keyless_installs", "signing_keys", "webhook_endpoints", "webhook_deliveries", "checkout_keys"] {

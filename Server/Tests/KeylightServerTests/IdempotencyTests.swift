@@ -8,7 +8,7 @@ import NIOCore
 import Testing
 
 /// `Idempotency-Key` on the admin API's POSTs.
-@Suite(.timeLimit(.minutes(3))) struct IdempotencyTests {
+@Suite(.timeLimit(.minutes(6))) struct IdempotencyTests {
     static func post(_ client: Client, _ path: String, _ body: String, key: String?, token: String = Harness.adminToken) async throws -> Reply {
         var headers: HTTPFields = [.contentType: "application/json", .authorization: "Bearer \(token)"]
         if let key { headers[.idempotencyKey] = key }

@@ -7,7 +7,7 @@ import Testing
 
 /// Issue 52: a trial install that converts on the day it was seen is one device in every figure
 /// (the report, the live series and the stored roll-up), counted as the licensed device it became.
-@Suite(.timeLimit(.minutes(4))) struct InsightsConversionTests {
+@Suite(.timeLimit(.minutes(6))) struct InsightsConversionTests {
     @Test(arguments: StorageBackend.available) func aConvertedTrialIsOneDevice(backend: StorageBackend) async throws {
         var harness = try await Harness.on(backend)
         harness.configuration.activityFlushInterval = .seconds(3_600)

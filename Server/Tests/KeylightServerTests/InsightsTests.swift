@@ -10,7 +10,7 @@ import Testing
 /// device and day, cut at the caps of protocol 6.8; keyless check-ins stored once per state
 /// change and at most every 6 hours; the funnel, the devices per dimension, the series, quiet
 /// licenses, the roll-up that outlives the pruned rows, and the query's refusals.
-@Suite(.timeLimit(.minutes(4))) struct InsightsTests {
+@Suite(.timeLimit(.minutes(6))) struct InsightsTests {
     static func json(_ object: [String: Any]) throws -> String {
         String(decoding: try JSONSerialization.data(withJSONObject: object), as: UTF8.self)
     }

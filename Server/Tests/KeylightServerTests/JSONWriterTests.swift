@@ -4,7 +4,7 @@ import KeylightSigning
 @testable import KeylightServer
 import Testing
 
-@Suite(.timeLimit(.minutes(3))) struct JSONWriterTests {
+@Suite(.timeLimit(.minutes(6))) struct JSONWriterTests {
     @Test func escapesWhatJSONRequires() throws {
         let tricky = "quote\" backslash\\ newline\n tab\t bell\u{07} nul\u{0} é 日本 🎉 </script>"
         var writer = JSONWriter()

@@ -6,7 +6,7 @@ import Testing
 
 /// A license's life after the sale (issue 49): `PATCH …/licenses/{id}`, `renew`, and expiry that
 /// starts on first activation, on every storage backend.
-@Suite(.timeLimit(.minutes(4))) struct LicenseEditTests {
+@Suite(.timeLimit(.minutes(6))) struct LicenseEditTests {
     static let base = "/tenants/acme/products/app/licenses"
 
     static func patch(_ client: Client, _ id: String, _ body: [String: Any], headers: HTTPFields = [:]) async throws -> Reply {

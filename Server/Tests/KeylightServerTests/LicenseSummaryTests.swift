@@ -6,7 +6,7 @@ import Testing
 
 /// `activate` and `validate` name the license's customer and its key type (protocol 6.9: an app's
 /// license pane), read with the grant, on every database and through SQLite's point reads.
-@Suite(.timeLimit(.minutes(3))) struct LicenseSummaryTests {
+@Suite(.timeLimit(.minutes(6))) struct LicenseSummaryTests {
     static let keyTypeName = "Pro — Team \"Ü\""
 
     @Test(arguments: StorageBackend.available)

@@ -6,7 +6,7 @@ import Testing
 
 /// The portal's "Lost your key?": the same answer for any address, limits per recipient and per
 /// client, and the mail (or none) decided when it is due.
-@Suite(.timeLimit(.minutes(3))) struct LostKeyTests {
+@Suite(.timeLimit(.minutes(6))) struct LostKeyTests {
     static func harness(limits: ServerLimits = .unlimited) throws -> Harness {
         var harness = try MailOutboxTests.harness()
         harness.configuration.limits = limits

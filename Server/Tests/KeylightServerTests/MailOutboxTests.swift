@@ -6,7 +6,7 @@ import Testing
 
 /// The outbox and the admin API around it, in process (delivery itself is MailDeliveryTests,
 /// against a real SMTP server).
-@Suite(.timeLimit(.minutes(3))) struct MailOutboxTests {
+@Suite(.timeLimit(.minutes(6))) struct MailOutboxTests {
     /// A harness whose server mails through an SMTP server that is never there: mails stay queued.
     static func harness() throws -> Harness {
         var harness = Harness()

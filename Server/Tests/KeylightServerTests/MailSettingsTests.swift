@@ -6,7 +6,7 @@ import Testing
 
 /// A tenant's mail settings (`/admin/v1/tenants/{t}/mail`), their checks, the preview, and the
 /// mail a buyer gets from them.
-@Suite(.timeLimit(.minutes(3))) struct MailSettingsTests {
+@Suite(.timeLimit(.minutes(6))) struct MailSettingsTests {
     @Test func settingsAreCheckedBeforeAnythingIsStored() async throws {
         try await MailOutboxTests.harness().run { client in
             _ = try await client.seed()

@@ -6,7 +6,7 @@ import Testing
 /// The dashboard's pages for merchants of record: each provider's settings form (secrets sealed,
 /// never shown back), the key type's mapping form, the events list with Retry, and the license
 /// page naming where a license was paid.
-@Suite(.timeLimit(.minutes(3))) struct MerchantDashboardTests {
+@Suite(.timeLimit(.minutes(6))) struct MerchantDashboardTests {
     @Test func settingsMappingRetryAndSourceThroughTheDashboard() async throws {
         try await Harness().run { client in
             let (browser, seed) = try await DashboardTests.signedIn(client)

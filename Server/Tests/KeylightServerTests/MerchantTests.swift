@@ -9,7 +9,7 @@ import Testing
 /// Merchants of record inside one server: settings and mappings through the admin API (sealed,
 /// validated, strict), hostile deliveries that change nothing, and, on every database, one
 /// license set per order however deliveries race.
-@Suite(.timeLimit(.minutes(3))) struct MerchantTests {
+@Suite(.timeLimit(.minutes(6))) struct MerchantTests {
     static let paddleSecret = "pdl_ntfset_01hs0t3tw21j988db1pam5xg8m_test+secret/1"
     static let lemonSecret = "lemon-signing-secret"
     static let polarSecret = "whsec_polarLegacySecretExample0123456789ab"

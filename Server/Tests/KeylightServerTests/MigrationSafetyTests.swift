@@ -7,7 +7,7 @@ import Testing
 /// previous release keep working beside it; one marked `.expand` is applied here and must only
 /// have added to the schema: no table or column gone, no type changed, no column made NOT NULL,
 /// and no new NOT NULL column without a default on a table older code inserts into.
-@Suite(.timeLimit(.minutes(3))) struct MigrationSafetyTests {
+@Suite(.timeLimit(.minutes(6))) struct MigrationSafetyTests {
     struct Column: Hashable, CustomStringConvertible {
         var table: String, name: String, type: String, nullable: Bool, hasDefault: Bool
         var description: String { "\(table).\(name) \(type)\(nullable ? "" : " NOT NULL")\(hasDefault ? " DEFAULT" : "")" }

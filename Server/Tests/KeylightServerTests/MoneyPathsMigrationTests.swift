@@ -5,7 +5,7 @@ import KeylightCore
 import Testing
 
 /// Migration 0008 on a database that already received Stripe events.
-@Suite(.timeLimit(.minutes(3))) struct MoneyPathsMigrationTests {
+@Suite(.timeLimit(.minutes(6))) struct MoneyPathsMigrationTests {
     @Test(arguments: StorageBackend.available)
     func eventsReceivedBeforeTheUpgradeStayDuplicatesOfTheirTenant(backend: StorageBackend) async throws {
         let before = Array(Migration.all.prefix { $0.name != Migration.moneyPaths.name })

@@ -22,7 +22,7 @@ struct CapturingLogHandler: LogHandler {
     }
 }
 
-@Suite(.timeLimit(.minutes(3))) struct OperationsTests {
+@Suite(.timeLimit(.minutes(6))) struct OperationsTests {
     @Test func healthzAndRequestIds() async throws {
         try await Harness().run { client in
             let health = try await client.request(.get, "/healthz")

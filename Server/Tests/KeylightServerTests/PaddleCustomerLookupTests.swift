@@ -10,7 +10,7 @@ import Testing
 /// Issue 35: a Paddle purchase that names only a customer id learns the buyer's address through
 /// the tenant's Paddle API key — retried with back-off while Paddle fails, given up (audited)
 /// after three days, each call bounded by a timeout.
-@Suite(.timeLimit(.minutes(4))) struct PaddleCustomerLookupTests {
+@Suite(.timeLimit(.minutes(6))) struct PaddleCustomerLookupTests {
     /// Answers each customer's lookups from a script, in order (the last answer repeats).
     final class ScriptedAPI: PaddleCustomerAPI {
         private let script: NIOLockedValueBox<[String: [Result<String, PaddleAPIError>]]>

@@ -7,7 +7,7 @@ import Testing
 /// Paid upgrades, renewals and seats for licenses already sold (issue 49): each key type's
 /// offers, checkouts started for a license, and payments that change that license once per order
 /// (never a mint) and are set back by a refund.
-@Suite(.timeLimit(.minutes(4))) struct PaidChangeTests {
+@Suite(.timeLimit(.minutes(6))) struct PaidChangeTests {
     static let base = "/tenants/acme/products/app"
 
     /// A `personal` license (1 device, 1 year of updates) and a `pro` key type to upgrade to,

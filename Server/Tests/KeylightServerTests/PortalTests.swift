@@ -7,7 +7,7 @@ import KeylightSigning
 import Testing
 
 /// The customer portal (protocol 6.5) through the router: a browser's cookie jar by hand.
-@Suite(.timeLimit(.minutes(3))) struct PortalTests {
+@Suite(.timeLimit(.minutes(6))) struct PortalTests {
     /// One visitor: keeps the portal cookie between requests, as a browser would.
     final class Visitor: @unchecked Sendable {  // used by one test task at a time
         let client: Client

@@ -7,7 +7,7 @@ import Testing
 
 /// The product page's app set-up: the Info.plist entries SDK 2 reads (a plist fragment that parses,
 /// with the tenant's active and prepared keys), the Swift that reads them, all HTML-escaped.
-@Suite(.timeLimit(.minutes(3))) struct ProductAppSetupTests {
+@Suite(.timeLimit(.minutes(6))) struct ProductAppSetupTests {
     /// The text of `<pre … id="<id>" …>` as a browser shows it (and the Copy button copies it).
     static func block(_ id: String, in html: String) throws -> String {
         let start = try #require(html.range(of: "id=\"\(id)\" data-copy>"), "no #\(id) in the page")

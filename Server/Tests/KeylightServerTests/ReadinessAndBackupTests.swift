@@ -8,7 +8,7 @@ import NIOConcurrencyHelpers
 import ServiceLifecycle
 import Testing
 
-@Suite(.timeLimit(.minutes(3))) struct ReadinessTests {
+@Suite(.timeLimit(.minutes(6))) struct ReadinessTests {
     @Test func readyWhileTheDatabaseAnswersThenNotOnceDraining() async throws {
         try await Harness().run { client in
             let ready = try await client.request(.get, "/readyz")
@@ -87,7 +87,7 @@ private struct StopProbe: Service {
     }
 }
 
-@Suite(.timeLimit(.minutes(3))) struct BackupServiceTests {
+@Suite(.timeLimit(.minutes(6))) struct BackupServiceTests {
     @Test func backsUpKeepsTheNewestAndCountsFailures() async throws {
         let directory = try temporaryDirectory()
         let harness = Harness(databasePath: directory.appendingPathComponent("live.sqlite").path)

@@ -10,7 +10,7 @@ import Testing
 /// release with its downloads and the licensed devices on it, the strand preview, drafts made,
 /// published and yanked through its forms, the public feed switch, and a read-only member who
 /// sees the figures but may change nothing.
-@Suite(.timeLimit(.minutes(3))) struct ReleaseDashboardTests {
+@Suite(.timeLimit(.minutes(6))) struct ReleaseDashboardTests {
     static let page = "/dashboard/t/acme/p/app/releases"
 
     /// The HTML of one release's row.

@@ -9,7 +9,7 @@ import Testing
 
 /// Releases as clients meet them (issue 51): uploads signed by the server or checked against the
 /// developer's key, the per-license appcast, downloads by link and lease, and the JSON check.
-@Suite(.timeLimit(.minutes(3))) struct ReleaseDeliveryTests {
+@Suite(.timeLimit(.minutes(6))) struct ReleaseDeliveryTests {
     static let path = "/tenants/acme/products/app/releases"
 
     /// A small but real zip archive (an empty one: end-of-central-directory only, after a local header magic).

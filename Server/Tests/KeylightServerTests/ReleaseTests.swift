@@ -5,7 +5,7 @@ import Testing
 
 /// Releases through the admin API (issue 51, first part): drafts, publish, yank, the checks on
 /// their fields, the notes' HTML, and a CI token that can publish and do nothing else.
-@Suite(.timeLimit(.minutes(3))) struct ReleaseTests {
+@Suite(.timeLimit(.minutes(6))) struct ReleaseTests {
     static let path = "/tenants/acme/products/app/releases"
 
     /// The release's file, uploaded through the admin API (with `token`).

@@ -6,7 +6,7 @@ import Testing
 
 /// Reminder mails to buyers: what they carry (the renewal link, the one-click opt-out of RFC 8058,
 /// never the key), and the opt-out itself: POST holds, GET never opts out, bad links are refused.
-@Suite(.timeLimit(.minutes(4))) struct ReminderMailTests {
+@Suite(.timeLimit(.minutes(6))) struct ReminderMailTests {
     static let publicURL = "https://licenses.acme.example"
 
     static func composer(_ client: Client) throws -> MailComposer {

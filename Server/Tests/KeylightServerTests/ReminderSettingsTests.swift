@@ -5,7 +5,7 @@ import Testing
 
 /// `GET` and `PUT /admin/v1/tenants/{tenant}/reminders`: defaults, strict checks (a bad body is
 /// refused and changes nothing), the audit entry, and what mailing buyers needs.
-@Suite(.timeLimit(.minutes(3))) struct ReminderSettingsTests {
+@Suite(.timeLimit(.minutes(6))) struct ReminderSettingsTests {
     static let path = "/tenants/acme/reminders"
 
     @Test(arguments: StorageBackend.available)

@@ -8,7 +8,7 @@ import Testing
 /// Reminders before a license ends or its updates do (issue 49, part 7): the sweep, its
 /// thresholds as the clock moves, which licenses it skips, and "once" across processes, on every
 /// storage backend.
-@Suite(.timeLimit(.minutes(4))) struct ReminderTests {
+@Suite(.timeLimit(.minutes(6))) struct ReminderTests {
     static let day: Int64 = 86_400
     static let events = ["license.expiring_soon", "license.updates_expiring_soon"]
 

@@ -6,7 +6,7 @@ import KeylightSigning
 import Testing
 
 /// Protocol section 3 on the server: every SDK response to a request with a nonce is signed.
-@Suite(.timeLimit(.minutes(3))) struct SignedResponseTests {
+@Suite(.timeLimit(.minutes(6))) struct SignedResponseTests {
     static let nonceName = HTTPField.Name("X-Keylight-Nonce")!
 
     func verify(_ reply: Reply, nonce: ResponseNonce, path: String, keyset: Keyset, now: Int64) throws(ResponseSignatureError) {

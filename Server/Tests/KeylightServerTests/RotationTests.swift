@@ -4,7 +4,7 @@ import KeylightSigning
 @testable import KeylightServer
 import Testing
 
-@Suite(.timeLimit(.minutes(3))) struct RotationTests {
+@Suite(.timeLimit(.minutes(6))) struct RotationTests {
     /// Protocol 6.2 in the order seed 000 asks for: prepare (published as next, signs nothing),
     /// rotate (the prepared key signs, the old one stays as grace), retire (never the signing key).
     @Test func stagedRotationPerTenant() async throws {

@@ -7,7 +7,7 @@ import Testing
 /// `POST /{tenant}/{product}/lost-key` (protocol 6.9): the portal's "Lost your key?" for an app's
 /// license window, behind the SDK key, with the portal's limits (shared with it) and one answer
 /// for every address.
-@Suite(.timeLimit(.minutes(3))) struct SDKLostKeyTests {
+@Suite(.timeLimit(.minutes(6))) struct SDKLostKeyTests {
     static func lostKey(_ client: Client, _ seed: Seed, _ email: Any, headers: HTTPFields = [:]) async throws -> Reply {
         try await client.sdk("lost-key", ["email": email], seed: seed, headers: headers)
     }

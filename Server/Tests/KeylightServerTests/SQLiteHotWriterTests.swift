@@ -10,7 +10,7 @@ import Testing
 /// The hot write transactions of an SQLite file (issue 39): run as one job on a writer thread of
 /// their own from kept statements, committed as the pool would commit them, and handed to the pool when another
 /// connection holds SQLite's lock.
-@Suite(.timeLimit(.minutes(4))) struct SQLiteHotWriterTests {
+@Suite(.timeLimit(.minutes(6))) struct SQLiteHotWriterTests {
     typealias Conformance = StorageConformanceTests
 
     private func migrated(_ body: (Database, String) async throws -> Void) async throws {

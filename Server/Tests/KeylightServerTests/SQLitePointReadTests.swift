@@ -8,7 +8,7 @@ import Testing
 
 /// The hot-read path of a SQLite file (issue 18): statements kept per connection, answers the
 /// same as the pool's, and anything it cannot answer handed to the pool.
-@Suite(.timeLimit(.minutes(4))) struct SQLitePointReadTests {
+@Suite(.timeLimit(.minutes(6))) struct SQLitePointReadTests {
     typealias Conformance = StorageConformanceTests
 
     /// A migrated file database with the conformance catalog and `count` activated licenses.

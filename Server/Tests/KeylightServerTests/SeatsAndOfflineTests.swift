@@ -7,7 +7,7 @@ import Testing
 
 /// Protocol 6.3 and 6.4 over HTTP: the seats list, the 409 that carries it, offline activation
 /// and deactivation by proof, with their audit entries and webhooks.
-@Suite(.timeLimit(.minutes(3))) struct SeatsAndOfflineTests {
+@Suite(.timeLimit(.minutes(6))) struct SeatsAndOfflineTests {
     static func request(machine: String = "air-gapped-1", device: Curve25519.Signing.PrivateKey, product: String = "app") -> String {
         OfflineActivationRequest(tenantId: "acme", productId: product, machineHash: machine, instanceName: "Lab Mac", deviceKey: device.publicKey, createdAt: 1_790_000_000).armored
     }

@@ -6,7 +6,7 @@ import SQLKit
 import Testing
 
 /// One storage implementation, the same behaviour on every database it runs on.
-@Suite(.timeLimit(.minutes(3))) struct StorageConformanceTests {
+@Suite(.timeLimit(.minutes(6))) struct StorageConformanceTests {
     static let now: Int64 = 1_781_076_246
 
     static func keyRow(_ tenantId: String, _ kid: String) -> SigningKeyRow {

@@ -5,7 +5,7 @@ import KeylightCore
 import Testing
 
 /// Unknown fields are refused by name, on every admin route and dashboard form, and change nothing.
-@Suite(.timeLimit(.minutes(3))) struct StrictAPITests {
+@Suite(.timeLimit(.minutes(6))) struct StrictAPITests {
     /// Rows in every table that an admin call could change: a refused call must leave them all.
     static func snapshot(_ client: Client) async throws -> [String: Int] {
         var counts: [String: Int] = [:]
@@ -79,7 +79,7 @@ import Testing
 }
 
 /// Every signed-in dashboard form refuses a field it does not have, by name, before it changes anything.
-@Suite(.timeLimit(.minutes(3))) struct StrictDashboardFormTests {
+@Suite(.timeLimit(.minutes(6))) struct StrictDashboardFormTests {
     @Test func everyDashboardFormRefusesAnUnknownField() async throws {
         try await Harness().run { client in
             let seed = try await client.seed()
@@ -111,7 +111,7 @@ import Testing
 
 /// openapi.yaml's admin request schemas say exactly what the server reads: the same fields, and
 /// `additionalProperties: false` (Tests/OpenAPI/admin_request_fields.py reads the document).
-@Suite(.timeLimit(.minutes(4))) struct OpenAPIInStepTests {
+@Suite(.timeLimit(.minutes(6))) struct OpenAPIInStepTests {
     static var pythonWithYAML: Bool {
         let process = Process()
         process.executableURL = URL(fileURLWithPath: "/usr/bin/env")
@@ -171,7 +171,7 @@ import Testing
 
 /// The dashboard's SDK-key box fails closed: a product form without it (a page from before the box
 /// existed) keeps the key required.
-@Suite(.timeLimit(.minutes(4))) struct SDKKeySettingFormTests {
+@Suite(.timeLimit(.minutes(6))) struct SDKKeySettingFormTests {
     @Test func aFormWithoutTheBoxKeepsTheKeyRequired() async throws {
         try await Harness().run { client in
             _ = try await client.seed()

@@ -2,7 +2,7 @@ import Testing
 @testable import KeylightServer
 
 /// The Stripe rules that need no database (the money paths against one are StripeMoneyPathTests).
-@Suite(.timeLimit(.minutes(3))) struct StripeEventRulesTests {
+@Suite(.timeLimit(.minutes(6))) struct StripeEventRulesTests {
     static let now: Int64 = 1_800_000_000
     static let day: Int64 = 86_400
 

@@ -10,7 +10,7 @@ import Testing
 /// Protocol 6.6 (issue 15): licenses only for money received, Stripe events in any order, one
 /// Stripe account behind several tenants, events that cannot apply yet, and the buyer's
 /// one-time pick-up of the key on the Checkout success page.
-@Suite(.timeLimit(.minutes(3))) struct StripeMoneyPathTests {
+@Suite(.timeLimit(.minutes(6))) struct StripeMoneyPathTests {
     typealias Stripe = StripeWebhookTests
 
     /// Signs and delivers one event to `tenant`'s endpoint.

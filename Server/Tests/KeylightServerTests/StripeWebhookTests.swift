@@ -6,7 +6,7 @@ import KeylightSigning
 import Testing
 
 /// Protocol section 5 with signed fixtures, as Stripe would send them.
-@Suite(.timeLimit(.minutes(3))) struct StripeWebhookTests {
+@Suite(.timeLimit(.minutes(6))) struct StripeWebhookTests {
     static let secret = "whsec_test_secret"
 
     static func event(_ type: String, _ object: [String: Any], id: String = "evt_\(UUID().uuidString.prefix(12))") -> String {

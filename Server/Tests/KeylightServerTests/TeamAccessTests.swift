@@ -9,7 +9,7 @@ import Testing
 
 /// Team access (issue 50): one permission table for the admin API and the dashboard, roles per
 /// tenant, scoped tokens, the second factor, re-authentication, sessions and the audit trail.
-@Suite(.timeLimit(.minutes(5))) struct TeamAccessTests {
+@Suite(.timeLimit(.minutes(6))) struct TeamAccessTests {
     static let password = "correct horse battery"
 
     // MARK: Helpers

@@ -5,7 +5,7 @@ import Testing
 
 /// "Updates until" licenses on the server: the date is fixed when the license is minted and is
 /// signed into every active lease as the entitlement `updates-until:<unix>`.
-@Suite(.timeLimit(.minutes(3))) struct UpdatesUntilTests {
+@Suite(.timeLimit(.minutes(6))) struct UpdatesUntilTests {
     @Test func theDateIsFixedAtMintingAndSignedIntoActiveLeases() async throws {
         let harness = Harness()
         try await harness.run { client in

@@ -10,7 +10,7 @@ import Testing
 /// an SQL dump, its master key, and what that server answered). This build opens each, migrates it
 /// and serves it: every license validates with the same answer, every sealed secret opens, and the
 /// insights and audit rows read back as that release showed them.
-@Suite(.timeLimit(.minutes(3))) struct UpgradeFixtureTests {
+@Suite(.timeLimit(.minutes(6))) struct UpgradeFixtureTests {
     static let root = URL(fileURLWithPath: #filePath).deletingLastPathComponent().deletingLastPathComponent().appendingPathComponent("Fixtures/upgrade")
 
     /// Every release folder holding a dump.

@@ -4,7 +4,7 @@ import KeylightCore
 @testable import KeylightServer
 import Testing
 
-@Suite(.timeLimit(.minutes(3))) struct ValidationTests {
+@Suite(.timeLimit(.minutes(6))) struct ValidationTests {
     @Test func validateIssuesAFreshLeaseAndASignedConfig() async throws {
         let harness = Harness()
         try await harness.run { client in

@@ -11,7 +11,7 @@ import Testing
 /// Issue 15, point 5: attempts with a total deadline, endpoints that never wait on each other,
 /// claims that outlive their attempt, public addresses only, redelivery, and the
 /// activation-limit event.
-@Suite(.timeLimit(.minutes(3))) struct WebhookDeliveryTests {
+@Suite(.timeLimit(.minutes(6))) struct WebhookDeliveryTests {
     // MARK: Deadlines and independence
 
     @Test func aDrippingReceiverIsCutOffAtTheDeadlineAndHoldsUpNoOtherEndpoint() async throws {

@@ -14,7 +14,7 @@ import Testing
 
 /// Outbound webhooks: registration, one outbox row per event written with its change, signed
 /// deliveries to live receivers, retries, 410, restarts.
-@Suite(.timeLimit(.minutes(3))) struct WebhookTests {
+@Suite(.timeLimit(.minutes(6))) struct WebhookTests {
     /// Registers an endpoint; answers its id and signing secret.
     static func register(_ client: Client, url: String, events: [String]? = nil) async throws -> (id: String, secret: String) {
         var body: [String: Any] = ["url": url]
