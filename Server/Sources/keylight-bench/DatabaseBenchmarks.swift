@@ -178,17 +178,24 @@ final class ChildServer: @unchecked Sendable {
         self.port = port
     }
 
-    static func start(_ arguments: [String]) async throws -> ChildServer {
+    /// This benchmark's own executable, which child servers (and the paced client) run.
+    static var executable: URL {
+        let named = URL(fileURLWithPath: CommandLine.arguments[0]).standardizedFileURL
+        return FileManager.default.isExecutableFile(atPath: named.path) ? named : (Bundle.main.executableURL ?? named)
+    }
+
+    /// `serve-child` with `arguments`, from `executable` (default: this one), under `wrapper`
+    /// (default: KEYLIGHT_BENCH_CHILD_WRAPPER's words, if set); waits up to `waitSeconds` for it to listen.
+    static func start(_ arguments: [String], executable: URL? = nil, wrapper: [String]? = nil, waitSeconds: Int = 20) async throws -> ChildServer {
         let process = Process()
-        process.executableURL = URL(fileURLWithPath: CommandLine.arguments[0]).standardizedFileURL
-        if !FileManager.default.isExecutableFile(atPath: process.executableURL!.path) {
-            process.executableURL = Bundle.main.executableURL
-        }
+        let binary = executable ?? Self.executable
+        process.executableURL = binary
         process.arguments = ["serve-child"] + arguments
         // KEYLIGHT_BENCH_CHILD_WRAPPER runs the server under a tool, e.g.
         // "valgrind --tool=callgrind --callgrind-out-file=/tmp/keylight.%p.callgrind", to see where its time goes.
-        if let wrapper = ProcessInfo.processInfo.environment["KEYLIGHT_BENCH_CHILD_WRAPPER"], !wrapper.isEmpty {
-            process.arguments = wrapper.split(separator: " ").map(String.init) + [process.executableURL!.path] + process.arguments!
+        let words = wrapper ?? (ProcessInfo.processInfo.environment["KEYLIGHT_BENCH_CHILD_WRAPPER"] ?? "").split(separator: " ").map(String.init)
+        if !words.isEmpty {
+            process.arguments = words + [binary.path] + ["serve-child"] + arguments
             process.executableURL = URL(fileURLWithPath: "/usr/bin/env")
         }
         let pipe = Pipe()
@@ -199,12 +206,13 @@ final class ChildServer: @unchecked Sendable {
             let data = handle.availableData
             if !data.isEmpty { output.withLockedValue { $0 += String(decoding: data, as: UTF8.self) } }
         }
-        for _ in 0..<400 {
+        for _ in 0..<(max(1, waitSeconds) * 20) {
             try await Task.sleep(for: .milliseconds(50))
             let text = output.withLockedValue { $0 }
             if let range = text.range(of: "listening on "), let port = Int(text[range.upperBound...].prefix { $0.isNumber }) {
                 return ChildServer(process: process, port: port)
             }
+            if !process.isRunning { throw BenchError("child server exited (status \(process.terminationStatus)) before listening: \(text)") }
         }
         process.terminate()
         throw BenchError("child server did not start: \(output.withLockedValue { $0 })")

@@ -8,7 +8,10 @@ struct KeylightBench: AsyncParsableCommand {
     static let configuration = CommandConfiguration(
         commandName: "keylight-bench",
         abstract: "Keylight benchmarks (JSON lines on stdout).",
-        subcommands: [CoreBenchmarks.self, ServerBenchmarks.self, SDKBenchmarks.self, DatabaseBenchmarks.self, BackupBenchmarks.self, ReleaseBenchmarks.self, ServeChild.self],
+        subcommands: [
+            CoreBenchmarks.self, ServerBenchmarks.self, SDKBenchmarks.self, DatabaseBenchmarks.self, BackupBenchmarks.self, ReleaseBenchmarks.self,
+            InstructionBenchmarks.self, ServeChild.self, PacedClient.self,
+        ],
         defaultSubcommand: CoreBenchmarks.self
     )
 

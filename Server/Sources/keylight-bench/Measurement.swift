@@ -42,3 +42,9 @@ func report(_ name: String, opsPerSecond: Double, extra: [(String, String)] = []
     fields += extra
     print("{" + fields.map { "\"\($0.0)\":\($0.1)" }.joined(separator: ",") + "}")
 }
+
+/// One JSON line `{"benchmark":…,…}`; each value is JSON already (quote strings yourself).
+func printJSONLine(_ benchmark: String, _ fields: [(String, String)]) {
+    let pairs = [("benchmark", "\"\(benchmark)\"")] + fields
+    print("{" + pairs.map { "\"\($0.0)\":\($0.1)" }.joined(separator: ",") + "}")
+}

@@ -1,17 +1,9 @@
 import Foundation
 
 extension ServerBenchmarks {
-    /// The server's CPU time per answered request for `/healthz`, validate, signed validate and
-    /// activate, in alternating rounds (machine noise hits every leg alike). CPU per request does
-    /// not depend on wrk sharing the cores, so it compares the legs where requests/s cannot.
-    /// `totalLicenses` is how many licenses `server`'s database holds, for the report.
-    func cpuPerRequest(_ server: BenchServer, wrk: Wrk, totalLicenses: Int) async throws {
-        let legs: [(name: String, run: () async throws -> Wrk.Result)] = [
-            ("healthz", { try await wrk.run(url: server.base + "/healthz", script: WrkScripts.healthz, name: "healthz") }),
-            ("validate", { try await server.validate(with: wrk) }),
-            ("signed", { try await server.validate(with: wrk, nonce: BenchServer.nonce) }),
-            ("activate", { try await wrk.run(url: server.base + "/bench/app/activate", script: WrkScripts.activate, name: "activate", arguments: [server.pairsFile.path, server.sdkKey]) }),
-        ]
+    /// Each leg once per round, `rounds` rounds (machine noise hits every leg alike): each run's
+    /// wrk result, and the server's CPU per answered request in µs, by leg name.
+    func alternatedRounds(_ legs: [(name: String, run: () async throws -> Wrk.Result)]) async throws -> (cpu: [String: [Double]], results: [String: [Wrk.Result]]) {
         var perRequest: [String: [Double]] = [:]
         var results: [String: [Wrk.Result]] = [:]
         for _ in 0..<rounds {
@@ -23,6 +15,21 @@ extension ServerBenchmarks {
                 results[leg.name, default: []].append(result)
             }
         }
+        return (perRequest, results)
+    }
+
+    /// The server's CPU time per answered request for `/healthz`, validate, signed validate and
+    /// activate, in alternating rounds (machine noise hits every leg alike). CPU per request does
+    /// not depend on wrk sharing the cores, so it compares the legs where requests/s cannot.
+    /// `totalLicenses` is how many licenses `server`'s database holds, for the report.
+    func cpuPerRequest(_ server: BenchServer, wrk: Wrk, totalLicenses: Int) async throws {
+        let legs: [(name: String, run: () async throws -> Wrk.Result)] = [
+            ("healthz", { try await wrk.run(url: server.base + "/healthz", script: WrkScripts.healthz, name: "healthz") }),
+            ("validate", { try await server.validate(with: wrk) }),
+            ("signed", { try await server.validate(with: wrk, nonce: BenchServer.nonce) }),
+            ("activate", { try await wrk.run(url: server.base + "/bench/app/activate", script: WrkScripts.activate, name: "activate", arguments: [server.pairsFile.path, server.sdkKey]) }),
+        ]
+        let (perRequest, results) = try await alternatedRounds(legs)
         let healthz = median(perRequest["healthz"] ?? [])
         func leg(_ name: String) -> String {
             let runs = results[name] ?? []
@@ -35,8 +42,8 @@ extension ServerBenchmarks {
         // the rate the rounds above reached, paced per connection.
         let saturation = median((results["validate"] ?? []).map(\.requestsPerSecond))
         // wrk's delay is whole milliseconds per connection.
-        let pace = max(1, Int((Double(connections) * 1000 / max(1, saturation / 2)).rounded()))
-        let offered = Double(connections) * 1000 / Double(pace)
+        let pace = max(1, Int((Double(wrk.connections) * 1000 / max(1, saturation / 2)).rounded()))
+        let offered = Double(wrk.connections) * 1000 / Double(pace)
         let paced = try await server.validate(with: wrk, script: WrkScripts.pacedValidate, pace: "\(pace)")
         print(#"{"benchmark":"server.validate_paced","licenses":\#(totalLicenses),"saturation_ops_per_sec":\#(String(format: "%.1f", saturation)),"offered_ops_per_sec":\#(String(format: "%.1f", offered)),"ops_per_sec":\#(String(format: "%.1f", paced.requestsPerSecond)),"# +
               #""p50_ms":\#(String(format: "%.3f", paced.p50ms)),"p99_ms":\#(String(format: "%.3f", paced.p99ms)),"errors":\#(paced.errors),"non_2xx":\#(paced.non2xx),"# +

@@ -56,7 +56,7 @@ extension ServerBenchmarks {
         let imported = largeLicenses - licenses
         let importSeconds = large.importDuration?.seconds ?? 0
         print(#"{"benchmark":"server.import","licenses":\#(imported),"seconds":\#(String(format: "%.2f", importSeconds)),"licenses_per_sec":\#(String(format: "%.0f", Double(imported) / max(importSeconds, 1e-9)))}"#)
-        let warmUp = Wrk(connections: connections, seconds: 2, directory: directory)
+        let warmUp = Wrk(threads: wrk.threads, connections: wrk.connections, seconds: 2, directory: directory, cpu: wrk.cpu)
         _ = try await small.validate(with: warmUp)
         _ = try await large.validate(with: warmUp)
         var smallRuns: [Wrk.Result] = []

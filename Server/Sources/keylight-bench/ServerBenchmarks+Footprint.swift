@@ -9,7 +9,9 @@ extension ServerBenchmarks {
         let large = try await BenchServer.start(name: "footprint", activeLicenses: licenses, totalLicenses: largeLicenses, poolSize: poolSize, directory: directory)
         defer { large.stop() }
         let loaded = ProcessMemory.read()
-        let sustained = Wrk(connections: connections, seconds: footprintSeconds, directory: directory, ledger: wrk.ledger)
+        let sustained = Wrk(
+            threads: wrk.threads, connections: wrk.connections, seconds: footprintSeconds, directory: directory, ledger: wrk.ledger, cpu: wrk.cpu
+        )
         let result = try await large.validate(with: sustained)
         let after = ProcessMemory.read()
         print(#"{"benchmark":"server.footprint","licenses":\#(largeLicenses),"seconds":\#(footprintSeconds),"# +

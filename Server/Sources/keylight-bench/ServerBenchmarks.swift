@@ -8,15 +8,19 @@ import NIOCore
 
 /// The license server under load from wrk on loopback: `/healthz` as the framework's ceiling,
 /// then validate and activate with the same connections, then validate again after growing the
-/// database from `--licenses` to `--large-licenses` licenses.
+/// database from `--licenses` to `--large-licenses` licenses. With at least two CPUs the server
+/// (this process) runs on one and wrk on another (``CPUPinning``; `--no-pin` shares them).
 struct ServerBenchmarks: AsyncParsableCommand {
     static let configuration = CommandConfiguration(commandName: "server", abstract: "License server throughput and latency (needs wrk).")
 
     @Option(help: "Seconds per wrk run.")
     var seconds = 10
 
-    @Option(help: "Concurrent connections.")
-    var connections = 64
+    @Option(help: "Concurrent connections (default: 32 pinned, with one wrk thread; 64 and two threads with --no-pin).")
+    var connections: Int?
+
+    @Flag(help: "Leave the server and wrk to the scheduler, as before issue 52, instead of pinning this process (the server) to one CPU and wrk and the paced client to another.")
+    var noPin = false
 
     @Option(help: "Licenses (each with one active instance) that validate cycles through.")
     var licenses = 1_000
@@ -30,10 +34,21 @@ struct ServerBenchmarks: AsyncParsableCommand {
     @Option(help: "SQLite connection pool size.")
     var poolSize = ServerConfiguration().poolSize
 
-    @Option(help: "Comma-separated phases to run: healthz, validate, telemetry, signed, activate, large, cpu, cpu-large (cpu on the large database), footprint.")
-    var phases = "healthz,validate,telemetry,signed,activate,large,cpu"
+    @Option(help: "Comma-separated phases to run: healthz, validate, ratios, open-loop, floor, telemetry, signed, activate, large, cpu, cpu-large (cpu on the large database), footprint.")
+    var phases = "healthz,validate,ratios,open-loop,floor,telemetry,signed,activate,large,cpu"
 
-    static let knownPhases: Set<String> = ["healthz", "validate", "telemetry", "signed", "activate", "large", "cpu", "cpu-large", "footprint"]
+    static let knownPhases: Set<String> = [
+        "healthz", "validate", "ratios", "open-loop", "floor", "telemetry", "signed", "activate", "large", "cpu", "cpu-large", "footprint",
+    ]
+
+    @Option(help: "Requests/s the open-loop phase offers (default: half of validate's requests/s in the ratios phase of the same run).")
+    var pacedRate: Double?
+
+    @Option(help: "Seconds of the open-loop phase, after one second not counted (default: --seconds).")
+    var pacedSeconds: Int?
+
+    @Option(help: "Seconds per round of each part the floor phase times (signature, license read, answer JSON).")
+    var floorSeconds = 1.0
 
     private var selectedPhases: Set<String> { Set(phases.split(separator: ",").map { $0.trimmingCharacters(in: .whitespaces) }) }
 
@@ -44,9 +59,10 @@ struct ServerBenchmarks: AsyncParsableCommand {
         guard unknown.isEmpty else {
             throw ValidationError("unknown phase(s): \(unknown.sorted().joined(separator: ", ")); known: \(Self.knownPhases.sorted().joined(separator: ", "))")
         }
-        guard connections >= 1, seconds >= 1, licenses >= 1, rounds >= 1 else {
-            throw ValidationError("--connections, --seconds, --licenses and --rounds must be at least 1")
+        guard (connections ?? 1) >= 1, seconds >= 1, licenses >= 1, rounds >= 1, (pacedSeconds ?? 1) >= 1 else {
+            throw ValidationError("--connections, --seconds, --licenses, --rounds and --paced-seconds must be at least 1")
         }
+        guard (pacedRate ?? 1) > 0, floorSeconds > 0 else { throw ValidationError("--paced-rate and --floor-seconds must be above 0") }
     }
 
     @Option(help: "Seconds of validate load on the large database before its memory is read (footprint phase).")
@@ -57,7 +73,11 @@ struct ServerBenchmarks: AsyncParsableCommand {
         try FileManager.default.createDirectory(at: directory, withIntermediateDirectories: true)
         defer { try? FileManager.default.removeItem(at: directory) }
         let selected = selectedPhases
-        let wrk = Wrk(connections: connections, seconds: seconds, directory: directory)
+        let pinning = try await CPUPinning.pinThisProcess(requested: !noPin)
+        let wrk = Wrk(
+            threads: pinning.isPinned ? 1 : 2, connections: connections ?? (pinning.isPinned ? 32 : 64), seconds: seconds, directory: directory,
+            cpu: pinning.clientCPU
+        )
 
         let small = try await BenchServer.start(name: "small", activeLicenses: licenses, totalLicenses: licenses, poolSize: poolSize, directory: directory)
         defer { small.stop() }
@@ -65,7 +85,7 @@ struct ServerBenchmarks: AsyncParsableCommand {
         var health: Wrk.Result?
         if selected.contains("healthz") {
             health = try await wrk.run(url: small.base + "/healthz", script: WrkScripts.healthz, name: "healthz")
-            emit("server.healthz", health!, extra: [("connections", "\(connections)")])
+            emit("server.healthz", health!, extra: [("connections", "\(wrk.connections)"), ("pinned", "\(pinning.isPinned)")])
         }
         if selected.contains("validate") {
             let result = try await small.validate(with: wrk)
@@ -78,6 +98,18 @@ struct ServerBenchmarks: AsyncParsableCommand {
                 ]
             }
             emit("server.validate", result, extra: extra)
+        }
+        // Issue 52's figures: both ratios from alternated rounds, validate's p99 from a client
+        // that keeps to a schedule, and validate's cost beyond /healthz against its floor.
+        var ratios: Ratios?
+        if selected.contains("ratios") || selected.contains("floor") || (selected.contains("open-loop") && pacedRate == nil) {
+            ratios = try await healthzValidateRatios(small, wrk: wrk, pinning: pinning)
+        }
+        if selected.contains("open-loop") {
+            try await openLoop(small, wrk: wrk, pinning: pinning, saturation: ratios?.validateRate)
+        }
+        if selected.contains("floor"), let ratios {
+            try await validateFloor(small, ratios: ratios)
         }
         if selected.contains("telemetry") {
             try await telemetryComparison(small, wrk: wrk)

@@ -27,6 +27,8 @@ struct Wrk {
     var directory: URL
     /// Every run's failures, so a command can end non-zero when any figure counted one.
     var ledger = FailureLedger()
+    /// The CPU wrk runs on (`taskset -c`; see ``CPUPinning``), or nil to leave it to the scheduler.
+    var cpu: Int?
 
     /// One run, waited for on a thread of its own: the benchmark's tasks share the event loops
     /// with the server under test (as in `keylight serve`), and a loop blocked on wrk would stall
@@ -47,7 +49,8 @@ struct Wrk {
         // The run's tag goes last: the scripts seed their threads from it.
         let tag = String(UUID().uuidString.prefix(8)).lowercased()
         // wrk refuses more threads than connections.
-        process.arguments = ["wrk", "-t\(min(threads, connections))", "-c\(connections)", "-d\(seconds)s", "--latency", "-s", scriptURL.path, url, "--"] + arguments + [tag]
+        let pinned: [String] = cpu.map { ["taskset", "-c", "\($0)"] } ?? []
+        process.arguments = pinned + ["wrk", "-t\(min(threads, connections))", "-c\(connections)", "-d\(seconds)s", "--latency", "-s", scriptURL.path, url, "--"] + arguments + [tag]
         let out = Pipe()
         process.standardOutput = out
         process.standardError = FileHandle.standardError
