@@ -261,7 +261,9 @@ import Testing
 
     @Test func anUploadCutOffOrStalledLeavesNothing() async throws {
         try await HardeningTests.live({
-            $0.configuration.connections.uploadIdleTimeout = .seconds(1)
+            // The idle limit is three times the gap between the stalled upload's sends, so a loaded
+            // machine that oversleeps a gap does not close a connection that is still sending.
+            $0.configuration.connections.uploadIdleTimeout = .seconds(3)
             $0.configuration.connections.requestTimeout = .seconds(1)
             $0.configuration.releases.maxArtifactBytes = 50_000
         }) { client, port in
@@ -277,8 +279,8 @@ import Testing
             // Stalled: bytes keep coming past the 1 s request timeout (the upload is exempt), then stop.
             let stalled = try await RawConnection.open(port: port)
             try await stalled.send(head + "Content-Length: 20000\r\n\r\nPK\u{03}\u{04}")
-            for _ in 0..<3 {
-                try await Task.sleep(for: .milliseconds(600))
+            for _ in 0..<4 {
+                try await Task.sleep(for: .milliseconds(500))
                 try await stalled.send(String(repeating: "Q", count: 1_000))
             }
             #expect(stalled.channel.isActive, "an upload that keeps sending outlives the request timeout")
