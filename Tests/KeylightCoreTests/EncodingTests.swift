@@ -1,3 +1,4 @@
+import Crypto
 import Foundation
 @testable import KeylightCore
 import KeylightTestSupport
@@ -27,6 +28,16 @@ import Testing
         #expect(Hex.isLowerHex("00ff", count: 4))
         #expect(!Hex.isLowerHex("00FF", count: 4))
         #expect(!Hex.isLowerHex("00ff", count: 5))
+    }
+
+    @Test func hexOfADigestIsHexOfItsBytes() {
+        // The digest path reads the digest's bytes in place; the sequence path copies them.
+        let digest = SHA256.hash(data: Array("abc".utf8))
+        #expect(Hex.encode(digest) == "ba7816bf8f01cfea414140de5dae2223b00361a396177a9cb410ff61f20015ad")
+        #expect(Hex.encode(digest) == Hex.encode(Array(digest)))
+        #expect(Hex.encode([UInt8]()) == "" && Hex.encode(Data([0xAB])) == "ab")
+        // A sequence without contiguous storage takes the copying path.
+        #expect(Hex.encode(stride(from: UInt8(0), through: 0x30, by: 0x10)) == "00102030")
     }
 
     @Test func constantTimeEquality() {

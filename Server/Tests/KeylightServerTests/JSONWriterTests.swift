@@ -27,6 +27,13 @@ import Testing
         #expect((object["e"] as? [String])?.isEmpty == true)
     }
 
+    @Test func stringsWithoutEscapesAreCopiedAsTheyAre() throws {
+        // The fast path copies a string whole; one escapable byte anywhere takes the slow path.
+        var writer = JSONWriter()
+        writer.strings(["abc+/=", "é日本", "", "tail\"", "\u{1F}head"])
+        #expect(String(decoding: writer.bytes, as: UTF8.self) == #"["abc+/=","é日本","","tail\"","\u001fhead"]"#)
+    }
+
     @Test func leaseRoundTripsThroughTheProtocolParser() throws {
         let key = try SigningKey.generate(kid: "k1")
         let lease = try Lease.sign(licenseKeyHash: String(repeating: "a", count: 64), instanceId: "i-1", issuedAt: 1, expiresAt: 2,

@@ -1,16 +1,33 @@
+import Crypto
+
 /// Lower-case hexadecimal, the form of every hash Keylight shows or stores.
 public enum Hex {
     private static let digits = Array("0123456789abcdef".utf8)
 
     /// Lower-case hex of `bytes`.
     public static func encode(_ bytes: some Sequence<UInt8>) -> String {
-        var out: [UInt8] = []
-        out.reserveCapacity(bytes.underestimatedCount * 2)
-        for byte in bytes {
-            out.append(digits[Int(byte >> 4)])
-            out.append(digits[Int(byte & 0x0F)])
+        if let text = bytes.withContiguousStorageIfAvailable({ encode(buffer: UnsafeRawBufferPointer($0)) }) {
+            return text
         }
-        return String(decoding: out, as: UTF8.self)
+        return Array(bytes).withUnsafeBytes { encode(buffer: $0) }
+    }
+
+    /// Lower-case hex of a digest. A digest iterated as a sequence copies itself per byte; this
+    /// reads its bytes in place (a license key's hash is taken on every validate).
+    public static func encode(_ digest: some Digest) -> String {
+        digest.withUnsafeBytes { encode(buffer: $0) }
+    }
+
+    private static func encode(buffer: UnsafeRawBufferPointer) -> String {
+        String(unsafeUninitializedCapacity: buffer.count * 2) { out in
+            var index = 0
+            for byte in buffer {
+                out[index] = digits[Int(byte >> 4)]
+                out[index + 1] = digits[Int(byte & 0x0F)]
+                index += 2
+            }
+            return index
+        }
     }
 
     /// Bytes of a hex string (either case); nil when the text is not hex of whole bytes.

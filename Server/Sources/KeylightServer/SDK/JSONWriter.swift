@@ -32,6 +32,24 @@ struct JSONWriter {
     mutating func string(_ value: String) {
         separate()
         bytes.append(UInt8(ascii: "\""))
+        // Nearly every value (base64, ids, hex, dates) needs no escape: one scan and one copy,
+        // where appending byte by byte was a quarter of a validate's glue (callgrind).
+        var value = value
+        let copied = value.withUTF8 { utf8 -> Bool in
+            guard !utf8.contains(where: Self.needsEscape) else { return false }
+            bytes.append(contentsOf: utf8)
+            return true
+        }
+        if !copied { appendEscaped(value) }
+        bytes.append(UInt8(ascii: "\""))
+        needsComma[needsComma.count - 1] = true
+    }
+
+    private static func needsEscape(_ byte: UInt8) -> Bool {
+        byte < 0x20 || byte == UInt8(ascii: "\"") || byte == UInt8(ascii: "\\")
+    }
+
+    private mutating func appendEscaped(_ value: String) {
         for byte in value.utf8 {
             switch byte {
             case UInt8(ascii: "\""): bytes.append(contentsOf: [UInt8(ascii: "\\"), UInt8(ascii: "\"")])
@@ -45,8 +63,6 @@ struct JSONWriter {
             default: bytes.append(byte)
             }
         }
-        bytes.append(UInt8(ascii: "\""))
-        needsComma[needsComma.count - 1] = true
     }
 
     mutating func integer(_ value: Int64) {

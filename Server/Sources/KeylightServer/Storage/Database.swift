@@ -49,7 +49,10 @@ public struct Database: Sendable {
     public static func createScratchDatabase(serverURL: String, prefix: String = "kl_", logger: Logger) async throws -> (name: String, url: String) {
         let name = prefix + UUID().uuidString.lowercased().replacingOccurrences(of: "-", with: "")
         guard var components = URLComponents(string: serverURL) else { throw StorageError.unreachable(redacted(url: serverURL), reason: "not a URL") }
-        let server = try await postgres(url: serverURL, poolSize: 1, logger: logger)
+        // A minute for the connection and no query deadline: tests and benchmarks create these
+        // while a loaded server forks backends and copies template1 for others (a clean-clone CI
+        // run timed out at the 10 s a serving process waits).
+        let server = try await PostgresStorage.open(url: serverURL, poolSize: 1, queryDeadline: .seconds(120), connectionWait: .seconds(60), logger: logger)
         do {
             try await server.sql.raw("CREATE DATABASE \(ident: name)").run()
         } catch {
