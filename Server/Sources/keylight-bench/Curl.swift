@@ -41,28 +41,12 @@ enum Curl {
         return (status, String(output[..<newline]))
     }
 
-    /// Runs curl and answers its exit status and standard output, waited for on a thread of its
-    /// own (as ``Wrk`` waits for wrk): a task blocked on a process would hold an event loop.
+    /// Runs curl and answers its exit status and standard output (``Tool/run(_:)``: waited for on
+    /// a thread of its own).
     static func run(_ arguments: [String]) async throws -> (Int32, String) {
-        try await withCheckedThrowingContinuation { continuation in
-            Thread.detachNewThread {
-                continuation.resume(with: Swift.Result { try runBlocking(arguments) })
-            }
-        }
-    }
-
-    private static func runBlocking(_ arguments: [String]) throws -> (Int32, String) {
-        let process = Process()
-        process.executableURL = URL(fileURLWithPath: "/usr/bin/env")
-        process.arguments = ["curl"] + arguments
-        let out = Pipe()
-        process.standardOutput = out
-        process.standardError = FileHandle.standardError
-        try process.run()
-        let data = out.fileHandleForReading.readDataToEndOfFile()
-        process.waitUntilExit()
+        let (status, output) = try await Tool.run(["curl"] + arguments)
         // env's own status when it finds no curl.
-        if process.terminationStatus == 127 { throw BenchError("curl is not installed (Debian package curl)") }
-        return (process.terminationStatus, String(decoding: data, as: UTF8.self))
+        if status == 127 { throw BenchError("curl is not installed (Debian package curl)") }
+        return (status, output)
     }
 }
