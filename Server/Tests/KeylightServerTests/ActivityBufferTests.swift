@@ -1,0 +1,66 @@
+import Testing
+@testable import KeylightServer
+
+/// What the write-behind buffer queues for `device_days` and the instance's telemetry columns:
+/// each device once a day unless what it sends changes, and never nothing after its memory fills.
+@Suite struct ActivityBufferTests {
+    private let macOS15 = Telemetry(appVersion: "1.0", platform: "macOS", osVersion: "15.1")
+
+    private func validate(_ buffer: ActivityBuffer, _ instance: String, day: Int64, _ telemetry: Telemetry) {
+        buffer.validated(instanceId: instance, tenantId: "t", productId: "p", at: day * 86_400 + 3_600, telemetry: telemetry)
+    }
+
+    @Test func aDeviceIsQueuedOnceADayWhileWhatItSendsStaysTheSame() {
+        let buffer = ActivityBuffer()
+        validate(buffer, "i1", day: 20_000, macOS15)
+        let first = buffer.drain()
+        #expect(first.devices.keys.map(\.instanceId) == ["i1"])
+        #expect(first.instanceTelemetry["i1"] == macOS15)
+        let validatedAt: Int64 = 20_000 * 86_400 + 3_600
+        #expect(first.times["i1"] == validatedAt)
+
+        validate(buffer, "i1", day: 20_000, macOS15)
+        let again = buffer.drain()
+        #expect(again.devices.isEmpty, "the same day and telemetry were queued already")
+        #expect(again.instanceTelemetry.isEmpty)
+        #expect(again.times["i1"] != nil, "the validation time is written every time")
+
+        validate(buffer, "i1", day: 20_001, macOS15)
+        let nextDay = buffer.drain()
+        #expect(nextDay.devices[InstanceDay(instanceId: "i1", day: 20_001)] != nil)
+        #expect(nextDay.instanceTelemetry.isEmpty, "a new day alone leaves the instance's columns as they are")
+
+        var updated = macOS15
+        updated.appVersion = "1.1"
+        validate(buffer, "i1", day: 20_001, updated)
+        let changed = buffer.drain()
+        #expect(changed.devices[InstanceDay(instanceId: "i1", day: 20_001)]?.telemetry == updated)
+        #expect(changed.instanceTelemetry["i1"] == updated)
+    }
+
+    @Test func anInstanceThatSendsNothingCostsNoTelemetryWrite() {
+        let buffer = ActivityBuffer()
+        validate(buffer, "i1", day: 20_000, Telemetry())
+        let batch = buffer.drain()
+        #expect(batch.devices.count == 1)
+        #expect(batch.instanceTelemetry.isEmpty)
+    }
+
+    @Test func instancesAreToldApartAndAFullMemoryStartsAgain() {
+        let buffer = ActivityBuffer(maxRecorded: 3)
+        for instance in ["a", "b", "c"] { validate(buffer, instance, day: 20_000, macOS15) }
+        #expect(buffer.drain().devices.count == 3)
+        for instance in ["a", "b", "c"] { validate(buffer, instance, day: 20_000, macOS15) }
+        #expect(buffer.drain().devices.isEmpty, "all three are remembered")
+        // A fourth fills the memory: it starts again, so the others are written once more, not lost.
+        validate(buffer, "d", day: 20_000, macOS15)
+        for instance in ["a", "b"] { validate(buffer, instance, day: 20_000, macOS15) }
+        #expect(Set(buffer.drain().devices.keys.map(\.instanceId)) == ["d", "a", "b"])
+    }
+
+    @Test func theMemoryHoldsFingerprintsNotSightings() {
+        // What keeps a million devices within the default's 50 MB.
+        #expect(MemoryLayout<RecordedInstance>.stride + MemoryLayout<RecordedSighting>.stride == 24)
+        #expect(ActivityBuffer().maxRecorded >= 1_000_000)
+    }
+}
