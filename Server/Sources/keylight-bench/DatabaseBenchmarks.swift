@@ -250,6 +250,11 @@ enum Seeder {
                 group.addTask {
                     let reply = try await admin.post("/bench/app/activate", #"{"license_key":"\#(key.text)","instance_name":"seed","machine_hash":"seed-\#(index)"}"#, sdkKey: sdkKey)
                     guard let instance = reply["instance_id"] as? String else { throw BenchError("activation failed: \(reply)") }
+                    // Validated once before the load, as every active device of a real product has
+                    // been that day: the load then measures a device's next validate of the day,
+                    // not its first (which writes its `device_days` row).
+                    let validated = try await admin.post("/bench/app/validate", #"{"license_key":"\#(key.text)","instance_id":"\#(instance)"}"#, sdkKey: sdkKey)
+                    guard validated["valid"] as? Bool == true else { throw BenchError("seeding validate failed: \(validated)") }
                     return "\(key.text) \(instance)"
                 }
             }

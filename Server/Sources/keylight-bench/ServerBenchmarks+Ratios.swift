@@ -64,10 +64,15 @@ extension ServerBenchmarks {
             throw BenchError("open-loop: no rate to offer (the ratios phase measured none; pass --paced-rate)")
         }
         let duration = pacedSeconds ?? seconds
-        let result = try await PacedLoad.run(
-            prefix: pinning.clientPrefix, url: server.base + "/bench/app/validate", pairs: server.pairsFile, sdkKey: server.sdkKey,
-            rate: rate, seconds: duration, connections: wrk.connections
-        )
+        let (result, serverCPU) = try await ProcessCPU.measure {
+            try await PacedLoad.run(
+                prefix: pinning.clientPrefix, url: server.base + "/bench/app/validate", pairs: server.pairsFile, sdkKey: server.sdkKey,
+                rate: rate, seconds: duration, connections: wrk.connections, latencies: openLoopLatencies
+            )
+        }
+        // Over the whole paced run, its second of warm-up included.
+        let sent = rate * (Double(duration) + 1)
+        let serverCPUPerRequest = serverCPU.map { String(format: "%.1f", $0 * 1e6 / sent) } ?? "null"
         if result.failures > 0 { wrk.ledger.record("open-loop: \(result.errors) errors, \(result.non2xx) non-2xx of \(result.requests)") }
         func milliseconds(_ microseconds: Double) -> String { String(format: "%.3f", microseconds / 1000) }
         let saturationRate = saturation.map { String(format: "%.1f", $0) } ?? "null"
@@ -78,6 +83,7 @@ extension ServerBenchmarks {
             ("offered_ops_per_sec", String(format: "%.1f", rate)), ("ops_per_sec", String(format: "%.1f", result.answered_per_sec)),
             ("p50_ms", milliseconds(result.p50_us)), ("p90_ms", milliseconds(result.p90_us)), ("p99_ms", milliseconds(result.p99_us)),
             ("max_ms", milliseconds(result.max_us)), ("send_lag_p99_ms", milliseconds(result.send_lag_p99_us)),
+            ("server_cpu_us", serverCPUPerRequest), ("client_cpu_us", result.client_cpu_s.map { String(format: "%.1f", $0 * 1e6 / sent) } ?? "null"),
             ("requests", "\(result.requests)"), ("errors", "\(result.errors)"), ("non_2xx", "\(result.non2xx)"),
             ("target", #""p99 < 5 ms at the offered rate, 0 errors""#), ("meets_target", "\(meets)"),
         ])

@@ -47,6 +47,9 @@ struct ServerBenchmarks: AsyncParsableCommand {
     @Option(help: "Seconds of the open-loop phase, after one second not counted (default: --seconds).")
     var pacedSeconds: Int?
 
+    @Option(help: "A CSV file for every counted request of the open-loop phase: when it was due (s), its latency and the client's lateness (µs), its status.")
+    var openLoopLatencies: String?
+
     @Option(help: "Seconds per round of each part the floor phase times (signature, license read, answer JSON).")
     var floorSeconds = 1.0
 
