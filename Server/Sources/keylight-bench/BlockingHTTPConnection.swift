@@ -38,6 +38,8 @@ final class BlockingHTTPConnection: @unchecked Sendable {
         while let candidate = address, connected < 0 {
             let socket = socket(candidate.pointee.ai_family, candidate.pointee.ai_socktype, candidate.pointee.ai_protocol)
             if socket >= 0 {
+                // Before `connect`: Linux bounds a blocking connect by the send timeout too.
+                Self.limitWaits(socket, to: timeout)
                 if connect(socket, candidate.pointee.ai_addr, candidate.pointee.ai_addrlen) == 0 {
                     connected = socket
                 } else {
@@ -50,9 +52,13 @@ final class BlockingHTTPConnection: @unchecked Sendable {
         descriptor = connected
         var one: Int32 = 1
         setsockopt(descriptor, Int32(IPPROTO_TCP), TCP_NODELAY, &one, socklen_t(MemoryLayout<Int32>.size))
+    }
+
+    /// Every send and receive on `socket` fails after `timeout` instead of waiting on.
+    private static func limitWaits(_ socket: Int32, to timeout: TimeInterval) {
         var limit = timeval(tv_sec: Int(timeout), tv_usec: 0)
-        setsockopt(descriptor, SOL_SOCKET, SO_RCVTIMEO, &limit, socklen_t(MemoryLayout<timeval>.size))
-        setsockopt(descriptor, SOL_SOCKET, SO_SNDTIMEO, &limit, socklen_t(MemoryLayout<timeval>.size))
+        setsockopt(socket, SOL_SOCKET, SO_RCVTIMEO, &limit, socklen_t(MemoryLayout<timeval>.size))
+        setsockopt(socket, SOL_SOCKET, SO_SNDTIMEO, &limit, socklen_t(MemoryLayout<timeval>.size))
     }
 
     deinit { close(descriptor) }

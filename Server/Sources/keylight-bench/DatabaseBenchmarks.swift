@@ -252,7 +252,8 @@ enum Seeder {
                     guard let instance = reply["instance_id"] as? String else { throw BenchError("activation failed: \(reply)") }
                     // Validated once before the load, as every active device of a real product has
                     // been that day: the load then measures a device's next validate of the day,
-                    // not its first (which writes its `device_days` row).
+                    // not its first (which writes its `device_days` row). Only the process seeded
+                    // remembers that; other processes of a multi-process run write it once more.
                     let validated = try await admin.post("/bench/app/validate", #"{"license_key":"\#(key.text)","instance_id":"\#(instance)"}"#, sdkKey: sdkKey)
                     guard validated["valid"] as? Bool == true else { throw BenchError("seeding validate failed: \(validated)") }
                     return "\(key.text) \(instance)"

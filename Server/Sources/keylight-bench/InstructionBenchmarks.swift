@@ -27,7 +27,7 @@ struct InstructionBenchmarks: AsyncParsableCommand {
     @Option(help: "Requests per endpoint before counting (not counted).")
     var warmup = 300
 
-    @Option(help: "Licenses with an active instance (default: --warmup + --requests, so each validate reads an instance no other has read).")
+    @Option(help: "Licenses with an active instance (default: --warmup + --requests, each validated once while seeding; so no instance is validated twice in the count).")
     var licenses: Int?
 
     @Option(help: "Seconds to wait for the server to listen under valgrind.")

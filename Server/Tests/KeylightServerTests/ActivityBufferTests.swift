@@ -60,7 +60,7 @@ import Testing
 
     @Test func theMemoryHoldsFingerprintsNotSightings() {
         // What keeps a million devices within the default's 50 MB.
-        #expect(MemoryLayout<RecordedInstance>.stride + MemoryLayout<RecordedSighting>.stride == 24)
+        #expect(MemoryLayout<ActivityBuffer.Memory.Key>.stride + MemoryLayout<ActivityBuffer.Memory.Value>.stride == 24)
         #expect(ActivityBuffer().maxRecorded >= 1_000_000)
     }
 }

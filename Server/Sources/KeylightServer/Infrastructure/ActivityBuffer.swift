@@ -42,11 +42,14 @@ final class ActivityBuffer: Sendable {
         var isEmpty: Bool { times.isEmpty && usage.isEmpty && keyless.isEmpty && devices.isEmpty && instanceTelemetry.isEmpty }
     }
 
+    /// What the buffer remembers of each instance it queued.
+    typealias Memory = [RecordedInstance: RecordedSighting]
+
     /// What is pending, and each instance's sighting as last queued: an instance that validates
     /// all day with the same app costs one `device_days` write that day, not one per flush.
     fileprivate struct State {
         var batch = Batch()
-        var recorded: [RecordedInstance: RecordedSighting] = [:]
+        var recorded: Memory = [:]
     }
 
     /// Keyless check-ins held between two flushes, at most.
@@ -55,7 +58,7 @@ final class ActivityBuffer: Sendable {
     /// more write per instance, never a lost one). An entry is 24 bytes (two fingerprints and a
     /// day), so the default's table (2²¹ slots, as a dictionary keeps at most 3/4 full) is 50 MB:
     /// 1.5 million devices seen every day are each written once a day. Whole sightings (184
-    /// bytes and the id's own allocation) were kept for 200,000 in about as much, and past that
+    /// bytes and the id's own allocation) were kept for 200,000 in about twice that, and past that
     /// every validate of a million devices wrote its `device_days` row again.
     let maxRecorded: Int
     private let state = NIOLockedValueBox(State())
@@ -157,8 +160,9 @@ extension ActivityBuffer.State {
 /// An instance in ``ActivityBuffer``'s memory of what it queued: its id's 64-bit hash, not the
 /// id. Instance ids are random values the server made, and `Hasher` is seeded anew in every
 /// process, so two ids of one process share a fingerprint with odds of about n²/2⁶⁵ (a
-/// million instances: 1 in 37 million); if they did, one device-day write would be skipped,
-/// an insight off by one device for a day.
+/// million instances: 1 in 37 million); if they did, whichever of the two sent the same as the
+/// other last did would go unwritten (its `device_days` row, and a new instance's telemetry
+/// columns) until the memory starts again: insights one device short on those days.
 struct RecordedInstance: Hashable, Sendable {
     let fingerprint: Int
 
