@@ -28,6 +28,23 @@ import Testing
         }
     }
 
+    /// The compact form (event, webhook, token and release ids) is the same UUID without its dashes.
+    @Test func compactFormIsTheUUIDWithoutDashes() {
+        var dashed = SeededGenerator(seed: 52)
+        var compact = SeededGenerator(seed: 52)
+        for _ in 0..<2_000 {
+            let full = RandomUUID.lowercaseString(using: &dashed)
+            let text = RandomUUID.lowercaseString(using: &compact, dashes: false)
+            #expect(text == full.replacingOccurrences(of: "-", with: ""))
+            let characters = Array(text)
+            #expect(characters.count == 32 && characters[12] == "4" && "89ab".contains(characters[16]))
+            #expect(text.allSatisfy { "0123456789abcdef".contains($0) })
+        }
+        let values = (0..<10_000).map { _ in RandomUUID.compactLowercaseString() }
+        #expect(Set(values).count == values.count)
+        #expect(values.allSatisfy { $0.utf8.count == 32 })
+    }
+
     @Test func systemValuesDiffer() {
         let values = (0..<10_000).map { _ in RandomUUID.lowercaseString() }
         #expect(Set(values).count == values.count)

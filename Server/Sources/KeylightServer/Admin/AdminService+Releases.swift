@@ -21,7 +21,7 @@ extension AdminService {
         let criticalBelow = try body.critical_below.map { value throws(APIError) in try ReleaseFields.version(value, "critical_below") }
         if let seconds = body.phased_rollout_interval_seconds { _ = try Field.integer(seconds, "phased_rollout_interval_seconds", in: 60...(30 * 86_400)) }
         let release = Release(
-            id: "rel_" + UUID().uuidString.lowercased().replacingOccurrences(of: "-", with: "").prefix(20),
+            id: "rel_" + RandomUUID.compactLowercaseString().prefix(20),
             tenantId: tenantId, productId: productId, version: version, shortVersion: shortVersion, channel: channel,
             releasedAt: releasedAt, minSystemVersion: minSystem, notesMarkdown: notes,
             critical: (body.critical ?? false) || criticalBelow != nil, criticalBelow: criticalBelow,

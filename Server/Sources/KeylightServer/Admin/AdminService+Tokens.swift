@@ -44,7 +44,7 @@ extension AdminService {
         }
         let token = AdminToken.generate()
         let record = ApiTokenRecord(
-            id: "tok_" + UUID().uuidString.lowercased().replacingOccurrences(of: "-", with: "").prefix(20),
+            id: "tok_" + RandomUUID.compactLowercaseString().prefix(20),
             name: name, tenantId: tenantId, productId: productId,
             permissions: body.role == nil ? grant.permissions.sorted().map(\.rawValue).joined(separator: ",") : nil,
             role: grant.role?.rawValue, createdBy: principal.actor.name, createdById: principal.actor.id, createdAt: now, expiresAt: body.expires_at

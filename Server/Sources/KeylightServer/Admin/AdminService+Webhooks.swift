@@ -70,7 +70,7 @@ extension AdminService {
         guard try await database.webhookEndpoints(tenantId: tenantId).count < Self.maxEndpointsPerTenant else {
             throw APIError.conflict("A tenant can have at most \(Self.maxEndpointsPerTenant) webhook endpoints.")
         }
-        let id = "we_" + UUID().uuidString.lowercased().replacingOccurrences(of: "-", with: "")
+        let id = "we_" + RandomUUID.compactLowercaseString()
         let secret = Self.newSecret(prefix: "whsec_")
         let now = clock.unixSeconds
         let endpoint = WebhookEndpoint(

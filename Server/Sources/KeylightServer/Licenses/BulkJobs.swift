@@ -35,7 +35,7 @@ struct BulkJobs: Sendable {
         }
         let encoder = JSONEncoder()
         encoder.outputFormatting = .sortedKeys
-        let id = "bulk_" + UUID().uuidString.lowercased().replacingOccurrences(of: "-", with: "")
+        let id = "bulk_" + RandomUUID.compactLowercaseString()
         let now = clock.unixSeconds
         let total = try await database.createBulkJob(
             id: id, tenantId: tenantId, productId: productId, filter: filter,

@@ -115,9 +115,9 @@ extension Database {
                                \(bind: now), \(bind: now), \(bind: Int64?.none), \(bind: deviceKey), \(bind: seatDeadline) FROM reserved
                     )
                     SELECT \(Self.licenseColumns) FROM reserved
-                    """).first(decoding: License.self)
+                    """).firstLicense()
             } else {
-                reserved = try await db.raw(reserve).first(decoding: License.self)
+                reserved = try await db.raw(reserve).firstLicense()
                 if reserved != nil {
                     try await db.raw("""
                         INSERT INTO instances (\(Self.instanceColumns)) VALUES (
@@ -183,7 +183,7 @@ extension Database {
             WHERE id = \(bind: grant.licenseId)
               AND (activation_limit_notified_at IS NULL OR activation_limit_notified_at <= \(bind: now - limitEventInterval))
             RETURNING \(licenseColumns)
-            """).first(decoding: License.self) else { return }
+            """).firstLicense() else { return }
         try await record(
             ChangeLog(tenantId: tenantId, now: now).activationLimitReached(license: license, activationLimit: grant.activationLimit, refusedName: name), on: db, outbox: outbox
         )

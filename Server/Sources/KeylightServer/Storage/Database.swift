@@ -47,7 +47,7 @@ public struct Database: Sendable {
     /// Creates an empty, uniquely named database on the PostgreSQL server of `serverURL` and
     /// answers its name and URL (for tests and benchmarks: every run on a database of its own).
     public static func createScratchDatabase(serverURL: String, prefix: String = "kl_", logger: Logger) async throws -> (name: String, url: String) {
-        let name = prefix + UUID().uuidString.lowercased().replacingOccurrences(of: "-", with: "")
+        let name = prefix + RandomUUID.compactLowercaseString()
         guard var components = URLComponents(string: serverURL) else { throw StorageError.unreachable(redacted(url: serverURL), reason: "not a URL") }
         // A minute for the connection and no query deadline: tests and benchmarks create these
         // while a loaded server forks backends and copies template1 for others (a clean-clone CI

@@ -252,7 +252,7 @@ struct SQLiteWriteSession: SQLiteDatabaseDefaults {
     let connection: SQLiteKeptConnection
     let logger: Logger
     let eventLoop: any EventLoop
-    private let encoder = SQLiteDataEncoder()
+    private let encoder = SQLiteBindEncoder()
     private let decoder = SQLiteDataDecoder()
 
     init(connection: SQLiteKeptConnection, logger: Logger, eventLoop: any EventLoop) {

@@ -13,7 +13,7 @@ struct SQLitePointReadDatabase: SQLiteDatabaseDefaults {
     let readers: SQLitePointReaders
     /// The pool: sessions, and reads the readers refused.
     let fallback: any SQLDatabase
-    private let encoder = SQLiteDataEncoder()
+    private let encoder = SQLiteBindEncoder()
     private let decoder = SQLiteDataDecoder()
     /// ``Database/grantQuery(keyHash:tenantId:productId:instanceId:extraColumns:lock:)`` as SQL,
     /// serialised once: building and serialising it per validate cost about 4 µs.

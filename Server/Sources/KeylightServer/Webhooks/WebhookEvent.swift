@@ -38,7 +38,7 @@ struct WebhookEvent: Encodable, Sendable {
     var data: WebhookEventData
 
     init(type: WebhookEventType, tenantId: String, at now: Int64, data: WebhookEventData) {
-        id = "evt_" + UUID().uuidString.lowercased().replacingOccurrences(of: "-", with: "")
+        id = "evt_" + RandomUUID.compactLowercaseString()
         self.type = type
         created_at = now
         tenant_id = tenantId
