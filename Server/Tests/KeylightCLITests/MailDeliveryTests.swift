@@ -1,7 +1,10 @@
 import AsyncHTTPClient
 import Foundation
 import KeylightCore
+@testable import KeylightServer
 import KeylightTestSupport
+import Logging
+import SQLKit
 import Testing
 
 /// A buyer's key by mail, through `keylight serve` and a real SMTP server (aiosmtpd).
@@ -136,11 +139,19 @@ struct MailDeliveryTests {
         let (sdkKey, seededKey, seededId) = try await server.seedLicense(token: "t")
         let queued = try await Self.mint(server, email: "queued@example.com")
         let queuedKey = try #require(queued.body["license_key"] as? String)
-        // Killed as soon as the mint is committed, then backed up: every failed try of the first
-        // server doubles the row's back-off, which the restored outbox keeps, so a server left
-        // running on a loaded machine would push the mail past any wait this test can afford.
+        // Killed once its first try has failed and been given back, then backed up. Not before:
+        // a process killed while it holds the mail (claimed, mid-try) leaves the row locked for
+        // the claim's lease (MailService.lease, 300 s) so that no other process takes it, and the
+        // restored server would wait that long (this test failed that way now and then when it
+        // killed the server as soon as the mint was committed). Not much later either: every
+        // failed try doubles the row's back-off (1 s first), which the restored outbox keeps.
+        let outbox = try await Database.sqlite(path: live, logger: Logger(label: "mail-test"))
+        try await Self.waitForFailedTry(in: outbox, to: "queued@example.com")
         _ = kill(server.process.processIdentifier, SIGKILL)
         try #require(try await CrashTests.exits(server.process, within: .seconds(10)))
+        let held = try await Self.outboxRow(in: outbox, to: "queued@example.com")
+        await outbox.close()
+        #expect(held?.lockedUntil == 0, "the server was killed while it held the mail: \(String(describing: held))")
         let backup = directory.appendingPathComponent("backup.sqlite").path
         let made = try await CLI.run(["backup", "--db", live, "--to", backup])
         #expect(made.status == 0, "\(made.stderr)")
@@ -210,5 +221,27 @@ struct MailDeliveryTests {
         #expect(bad.status == 64 && bad.stderr.contains("tls must be"))
         let noFrom = try await CLI.run(["serve", "--db", directory.appendingPathComponent("b.sqlite").path, "--smtp-url", "smtp://mail.example.com"])
         #expect(noFrom.status == 64 && noFrom.stderr.contains("--mail-from"))
+    }
+
+    /// The outbox row of the mail to `address`: its claim (`locked_until`, 0 when no process
+    /// holds it), tries and last error.
+    static func outboxRow(in database: Database, to address: String) async throws -> (lockedUntil: Int64, attempts: Int, lastError: String?)? {
+        let row = try await database.sql.raw(
+            "SELECT locked_until, attempts, last_error FROM mail_outbox WHERE to_address = \(bind: address)"
+        ).first()
+        guard let row else { return nil }
+        return (try row.decode(column: "locked_until", as: Int64.self), try row.decode(column: "attempts", as: Int.self),
+                try row.decode(column: "last_error", as: String?.self))
+    }
+
+    /// Waits (at most 60 s) until a try of the mail to `address` has failed and the row is no
+    /// longer held: the next try is then at least the back-off (1 s) away.
+    static func waitForFailedTry(in database: Database, to address: String) async throws {
+        let deadline = ContinuousClock.now + .seconds(60)
+        while ContinuousClock.now < deadline {
+            if let row = try await outboxRow(in: database, to: address), row.lastError != nil, row.lockedUntil == 0 { return }
+            try await Task.sleep(for: .milliseconds(20))
+        }
+        Issue.record("no failed try of the mail to \(address) within 60 s: \(String(describing: try await outboxRow(in: database, to: address)))")
     }
 }
