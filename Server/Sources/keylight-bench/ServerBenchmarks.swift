@@ -34,11 +34,14 @@ struct ServerBenchmarks: AsyncParsableCommand {
     @Option(help: "SQLite connection pool size.")
     var poolSize = ServerConfiguration().poolSize
 
-    @Option(help: "Comma-separated phases to run: healthz, validate, ratios, open-loop, floor, telemetry, signed, activate, large, cpu, cpu-large (cpu on the large database), footprint.")
+    @Option(help: "Active instances of the scale phase's second server, each activated and validated once before the load.")
+    var scaleInstances = 1_000_000
+
+    @Option(help: "Comma-separated phases to run: healthz, validate, ratios, open-loop, floor, telemetry, signed, activate, large, cpu, cpu-large (cpu on the large database), footprint, scale (validate on --scale-instances active instances against --licenses, alternated; not run by default: a million take about 19 minutes to seed).")
     var phases = "healthz,validate,ratios,open-loop,floor,telemetry,signed,activate,large,cpu"
 
     static let knownPhases: Set<String> = [
-        "healthz", "validate", "ratios", "open-loop", "floor", "telemetry", "signed", "activate", "large", "cpu", "cpu-large", "footprint",
+        "healthz", "validate", "ratios", "open-loop", "floor", "telemetry", "signed", "activate", "large", "cpu", "cpu-large", "footprint", "scale",
     ]
 
     @Option(help: "Requests/s the open-loop phase offers (default: half of validate's requests/s in the ratios phase of the same run).")
@@ -65,6 +68,7 @@ struct ServerBenchmarks: AsyncParsableCommand {
         guard (connections ?? 1) >= 1, seconds >= 1, licenses >= 1, rounds >= 1, (pacedSeconds ?? 1) >= 1 else {
             throw ValidationError("--connections, --seconds, --licenses, --rounds and --paced-seconds must be at least 1")
         }
+        guard scaleInstances >= 1 else { throw ValidationError("--scale-instances must be at least 1") }
         guard (pacedRate ?? 1) > 0, floorSeconds > 0 else { throw ValidationError("--paced-rate and --floor-seconds must be above 0") }
     }
 
@@ -131,6 +135,9 @@ struct ServerBenchmarks: AsyncParsableCommand {
             let large = try await BenchServer.start(name: "large", activeLicenses: licenses, totalLicenses: largeLicenses, poolSize: poolSize, directory: directory)
             defer { large.stop() }
             try await cpuPerRequest(large, wrk: wrk, totalLicenses: largeLicenses)
+        }
+        if selected.contains("scale") {
+            try await validateAtScale(small, wrk: wrk, pinning: pinning, directory: directory)
         }
         if selected.contains("footprint") {
             try await footprint(small: small, directory: directory, wrk: wrk)

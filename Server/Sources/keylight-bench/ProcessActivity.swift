@@ -1,0 +1,53 @@
+import Foundation
+
+/// Counters of this process's work besides its CPU time, from `/proc` (Linux): minor page faults
+/// (`minflt` of `/proc/self/stat`: a read through SQLite's `mmap` of a page the process had not
+/// touched is one) and what it handed to `write`/`pwrite` (`wchar` and `syscw` of
+/// `/proc/self/io`: the WAL's frames and the checkpoints' copies, besides sockets). The scale
+/// phase reports them per request, to tell the license read's page misses from the flush's writes.
+struct ProcessActivity: Sendable {
+    var minorFaults: Double
+    var writtenBytes: Double
+    var writeCalls: Double
+
+    /// Now, or nil where `/proc` is not mounted or reads differently.
+    static func now() -> ProcessActivity? {
+        guard let stat = try? String(contentsOfFile: "/proc/self/stat", encoding: .utf8), let close = stat.lastIndex(of: ")"),
+              let io = try? String(contentsOfFile: "/proc/self/io", encoding: .utf8) else { return nil }
+        // After "pid (comm)" the fields start at 3 (state); minflt is field 10.
+        let fields = stat[stat.index(after: close)...].split(separator: " ")
+        var counters: [Substring: Double] = [:]
+        for line in io.split(separator: "\n") {
+            let parts = line.split(separator: ":", maxSplits: 1)
+            if parts.count == 2, let value = Double(parts[1].trimmingCharacters(in: .whitespaces)) { counters[parts[0]] = value }
+        }
+        guard fields.count > 7, let faults = Double(fields[7]), let written = counters["wchar"], let calls = counters["syscw"] else { return nil }
+        return ProcessActivity(minorFaults: faults, writtenBytes: written, writeCalls: calls)
+    }
+
+    /// What happened between `earlier` and `self`, divided by `requests`.
+    func perRequest(since earlier: ProcessActivity, requests: Int) -> ProcessActivity {
+        let count = Double(max(1, requests))
+        return ProcessActivity(
+            minorFaults: (minorFaults - earlier.minorFaults) / count, writtenBytes: (writtenBytes - earlier.writtenBytes) / count,
+            writeCalls: (writeCalls - earlier.writeCalls) / count
+        )
+    }
+}
+
+/// Each leg's ``ProcessActivity`` per request, by leg name, as the rounds record them.
+actor LegActivity {
+    private(set) var perRequest: [String: [ProcessActivity]] = [:]
+
+    func add(_ leg: String, _ activity: ProcessActivity) { perRequest[leg, default: []].append(activity) }
+
+    /// Runs one leg's load and records its activity per answered request.
+    func measure(_ leg: String, _ run: () async throws -> Wrk.Result) async throws -> Wrk.Result {
+        let before = ProcessActivity.now()
+        let result = try await run()
+        if let before, let after = ProcessActivity.now() {
+            add(leg, after.perRequest(since: before, requests: result.requests - result.non2xx))
+        }
+        return result
+    }
+}
