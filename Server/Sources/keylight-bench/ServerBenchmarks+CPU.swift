@@ -2,16 +2,12 @@ import Foundation
 
 extension ServerBenchmarks {
     /// Each leg once per round, `rounds` rounds (machine noise hits every leg alike): each run's
-    /// wrk result, and the server's CPU per answered request in µs, by leg name. `pause` before
-    /// each leg lets the previous one's write-behind flush (once a second) end outside it.
-    func alternatedRounds(
-        _ legs: [(name: String, run: () async throws -> Wrk.Result)], pause: Duration = .zero
-    ) async throws -> (cpu: [String: [Double]], results: [String: [Wrk.Result]]) {
+    /// wrk result, and the server's CPU per answered request in µs, by leg name.
+    func alternatedRounds(_ legs: [(name: String, run: () async throws -> Wrk.Result)]) async throws -> (cpu: [String: [Double]], results: [String: [Wrk.Result]]) {
         var perRequest: [String: [Double]] = [:]
         var results: [String: [Wrk.Result]] = [:]
         for _ in 0..<rounds {
             for leg in legs {
-                if pause > .zero { try await Task.sleep(for: pause) }
                 let (result, cpu) = try await ProcessCPU.measure(leg.run)
                 guard let cpu else { throw BenchError("cpu: /proc/self/stat is not readable here") }
                 let answered = max(1, result.requests - result.non2xx)
