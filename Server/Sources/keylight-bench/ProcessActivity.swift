@@ -1,8 +1,8 @@
 import Foundation
 
-/// Counters of this process's work besides its CPU time, from `/proc` (Linux): minor page faults
-/// (`minflt` of `/proc/self/stat`: a read through SQLite's `mmap` of a page the process had not
-/// touched is one) and what it handed to `write`/`pwrite` (`wchar` and `syscw` of
+/// Counters of this process's work besides its CPU time, from `/proc` (Linux): minor faults
+/// (`minflt` of `/proc/self/stat`: a first touch, through one SQLite connection's `mmap`, of a
+/// page that connection had not mapped; the kernel may map several pages a fault) and what it handed to `write`/`pwrite` (`wchar` and `syscw` of
 /// `/proc/self/io`: the WAL's frames and the checkpoints' copies, besides sockets). The scale
 /// phase reports them per request, to tell the license read's page misses from the flush's writes.
 struct ProcessActivity: Sendable {

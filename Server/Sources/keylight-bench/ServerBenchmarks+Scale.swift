@@ -7,7 +7,8 @@ extension ServerBenchmarks {
     /// activated and validated once while seeding (so the load is each device's next validate
     /// of the day, as on a server whose devices all checked in within the last day), then
     /// validate on the small server and on it in alternated rounds of one run, each leg measured
-    /// until 1.5 s after its load so that its last write-behind flush is counted in it. Both servers live in this
+    /// until 1.5 s after its load so that its last write-behind flush is counted in it (when a flush
+    /// takes under about 0.25 s: the flush service sleeps a second between flushes). Both servers live in this
     /// process and share its event loops, so machine noise hits both legs alike; the ratio is of
     /// server CPU per answered request. With 1,000,000 instances the seeding takes about 19
     /// minutes on the 2-core development machine.

@@ -13,9 +13,9 @@ struct MailDeliveryTests {
     static let environment = ["KEYLIGHT_ADMIN_TOKEN": "t", "KEYLIGHT_MASTER_KEY": Base64.encode([UInt8](repeating: 4, count: 32))]
     static let auth = [("Authorization", "Bearer t")]
 
-    static func mailArguments(_ smtp: SMTPServerProcess?, port: Int? = nil, tls: String = "starttls") -> [String] {
+    static func mailArguments(_ smtp: SMTPServerProcess?, port: Int? = nil, tls: String = "starttls", retrySeconds: Int = 1) -> [String] {
         var arguments = ["--smtp-url", "smtp://\(SMTPServerProcess.user)@localhost:\(smtp?.port ?? port ?? 1)?tls=\(tls)", "--mail-from", "Acme Sales <sales@acme.example>",
-                         "--public-url", "https://licenses.acme.example", "--mail-retry-seconds", "1", "--rate-limit-address", "0"]
+                         "--public-url", "https://licenses.acme.example", "--mail-retry-seconds", "\(retrySeconds)", "--rate-limit-address", "0"]
         if let ca = smtp?.caFile { arguments += ["--smtp-ca-file", ca] }
         return arguments
     }
@@ -134,8 +134,11 @@ struct MailDeliveryTests {
         let live = directory.appendingPathComponent("live.sqlite").path
         // The SMTP server is down while the license is minted: its mail stays in the outbox.
         // Port 1, where nothing listens: a port freed by a stopped server can be taken by another
-        // test's SMTP server under a parallel run, which would take or refuse the mail.
-        let server = try await ServerProcess(database: live, environment: Self.passwordEnvironment, arguments: Self.mailArguments(nil, port: 1, tls: "none"))
+        // test's SMTP server under a parallel run, which would take or refuse the mail. Its first
+        // failed try puts the next 10 s (±20%) away, which the restored outbox keeps.
+        let server = try await ServerProcess(
+            database: live, environment: Self.passwordEnvironment, arguments: Self.mailArguments(nil, port: 1, tls: "none", retrySeconds: 10)
+        )
         let (sdkKey, seededKey, seededId) = try await server.seedLicense(token: "t")
         let queued = try await Self.mint(server, email: "queued@example.com")
         let queuedKey = try #require(queued.body["license_key"] as? String)
@@ -143,15 +146,16 @@ struct MailDeliveryTests {
         // a process killed while it holds the mail (claimed, mid-try) leaves the row locked for
         // the claim's lease (MailService.lease, 300 s) so that no other process takes it, and the
         // restored server would wait that long (this test failed that way now and then when it
-        // killed the server as soon as the mint was committed). Not much later either: every
-        // failed try doubles the row's back-off (1 s first), which the restored outbox keeps.
+        // killed the server as soon as the mint was committed). The next try is 8–12 s later.
+        // The test's own connection is closed before the kill, so the crashed server's WAL is
+        // left for the backup to take, as a lost machine would leave it.
         let outbox = try await Database.sqlite(path: live, logger: Logger(label: "mail-test"))
-        try await Self.waitForFailedTry(in: outbox, to: "queued@example.com")
+        let given: Bool
+        do { given = try await Self.waitForFailedTry(in: outbox, to: "queued@example.com") } catch { await outbox.close(); throw error }
+        await outbox.close()
+        try #require(given, "no failed try of the mail to queued@example.com within 60 s")
         _ = kill(server.process.processIdentifier, SIGKILL)
         try #require(try await CrashTests.exits(server.process, within: .seconds(10)))
-        let held = try await Self.outboxRow(in: outbox, to: "queued@example.com")
-        await outbox.close()
-        #expect(held?.lockedUntil == 0, "the server was killed while it held the mail: \(String(describing: held))")
         let backup = directory.appendingPathComponent("backup.sqlite").path
         let made = try await CLI.run(["backup", "--db", live, "--to", backup])
         #expect(made.status == 0, "\(made.stderr)")
@@ -160,15 +164,20 @@ struct MailDeliveryTests {
         let keyFile = try BackupDrillTests.keyFile([UInt8](repeating: 4, count: 32), in: directory, name: "master.key")
         let restore = try await CLI.run(["restore", "--from", backup, "--db", restored, "--master-key-file", keyFile])
         #expect(restore.status == 0, "\(restore.stderr)")
+        // The row as the backup kept it: pending, and not held by the killed server.
+        let restoredOutbox = try await Database.sqlite(path: restored, logger: Logger(label: "mail-test"))
+        let kept: (lockedUntil: Int64, status: String, lastError: String?)?
+        do { kept = try await Self.outboxRow(in: restoredOutbox, to: "queued@example.com") } catch { await restoredOutbox.close(); throw error }
+        await restoredOutbox.close()
+        #expect(kept?.status == "pending" && kept?.lockedUntil == 0, "the restored mail: \(String(describing: kept))")
         let smtp = try await SMTPServerProcess(folder: directory.appendingPathComponent("mail"))
         defer { Task { await smtp.stop() } }
         let revived = try await ServerProcess(
             database: restored, environment: ["KEYLIGHT_ADMIN_TOKEN": "t", "KEYLIGHT_SMTP_PASSWORD": SMTPServerProcess.password],
             arguments: Self.mailArguments(smtp, tls: "none") + ["--master-key-file", keyFile]
         )
-        // The restored outbox keeps the row's back-off (1 s doubling per failed try while the first
-        // server ran: a few seconds at most, as it was killed at once), so this waits longer than a
-        // fresh mail would need.
+        // The restored outbox keeps the row's back-off (8–12 s after the first server's one failed
+        // try), so this waits longer than a fresh mail would need.
         let first = try await smtp.waitForMessages(1, limit: .seconds(100))
         try #require(first.count == 1)
         #expect(try smtp.envelope(first[0])["rcpt_tos"] as? [String] == ["queued@example.com"])
@@ -224,24 +233,24 @@ struct MailDeliveryTests {
     }
 
     /// The outbox row of the mail to `address`: its claim (`locked_until`, 0 when no process
-    /// holds it), tries and last error.
-    static func outboxRow(in database: Database, to address: String) async throws -> (lockedUntil: Int64, attempts: Int, lastError: String?)? {
+    /// holds it), status and last error.
+    static func outboxRow(in database: Database, to address: String) async throws -> (lockedUntil: Int64, status: String, lastError: String?)? {
         let row = try await database.sql.raw(
-            "SELECT locked_until, attempts, last_error FROM mail_outbox WHERE to_address = \(bind: address)"
+            "SELECT locked_until, status, last_error FROM mail_outbox WHERE to_address = \(bind: address)"
         ).first()
         guard let row else { return nil }
-        return (try row.decode(column: "locked_until", as: Int64.self), try row.decode(column: "attempts", as: Int.self),
+        return (try row.decode(column: "locked_until", as: Int64.self), try row.decode(column: "status", as: String.self),
                 try row.decode(column: "last_error", as: String?.self))
     }
 
-    /// Waits (at most 60 s) until a try of the mail to `address` has failed and the row is no
-    /// longer held: the next try is then at least the back-off (1 s) away.
-    static func waitForFailedTry(in database: Database, to address: String) async throws {
+    /// Waits (at most 60 s) until a try of the mail to `address` has failed and been given back
+    /// (still pending, no longer held); false when none was within that time.
+    static func waitForFailedTry(in database: Database, to address: String) async throws -> Bool {
         let deadline = ContinuousClock.now + .seconds(60)
         while ContinuousClock.now < deadline {
-            if let row = try await outboxRow(in: database, to: address), row.lastError != nil, row.lockedUntil == 0 { return }
+            if let row = try await outboxRow(in: database, to: address), row.status == "pending", row.lastError != nil, row.lockedUntil == 0 { return true }
             try await Task.sleep(for: .milliseconds(20))
         }
-        Issue.record("no failed try of the mail to \(address) within 60 s: \(String(describing: try await outboxRow(in: database, to: address)))")
+        return false
     }
 }
