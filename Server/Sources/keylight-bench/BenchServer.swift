@@ -14,6 +14,7 @@ struct BenchServer: Sendable {
     let pairsFile: URL
     let task: Task<Void, any Error>
     let database: Database
+    let server: KeylightServer
     /// How long importing the filler licenses took (nil when there were none).
     var importDuration: Duration?
 
@@ -50,7 +51,7 @@ struct BenchServer: Sendable {
             try await importFiller(count: totalLicenses - activeLicenses, into: server.database)
             importDuration = clock.now - start
         }
-        return BenchServer(base: base, sdkKey: seeded.sdkKey, pairsFile: seeded.pairs, task: task, database: server.database, importDuration: importDuration)
+        return BenchServer(base: base, sdkKey: seeded.sdkKey, pairsFile: seeded.pairs, task: task, database: server.database, server: server, importDuration: importDuration)
     }
 
     /// The `X-Keylight-Nonce` of signed runs (base64 of 12 bytes).

@@ -6,12 +6,14 @@ extension ServerBenchmarks {
     /// A second server whose `--scale-instances` licenses each have an active instance that was
     /// activated and validated once while seeding (so the load is each device's next validate
     /// of the day, as on a server whose devices all checked in within the last day), then
-    /// validate on the small server and on it in alternated rounds of one run, each leg measured
-    /// until 1.5 s after its load so that its last write-behind flush is counted in it (when a flush
-    /// takes under about 0.25 s: the flush service sleeps a second between flushes). Both servers live in this
-    /// process and share its event loops, so machine noise hits both legs alike; the ratio is of
-    /// server CPU per answered request. With 1,000,000 instances the seeding takes about 19
-    /// minutes on the 2-core development machine.
+    /// validate on the small server and on it in alternated rounds of one run. Each leg ends by
+    /// writing what its load buffered (validation times, usage counts), so every write the load
+    /// caused is counted in it: a busy server gathers validation times for up to 30 s
+    /// (`ValidationTimesSchedule`), so legs as long as that (`--seconds 30`) measure what the
+    /// gathering saves, and shorter legs less of it. Both servers live in this process and share
+    /// its event loops, so machine noise hits both legs alike; the ratio is of server CPU per
+    /// answered request. With 1,000,000 instances the seeding takes about 19 minutes on the
+    /// 2-core development machine.
     func validateAtScale(_ small: BenchServer, wrk: Wrk, pinning: CPUPinning, directory: URL) async throws {
         let clock = ContinuousClock()
         let start = clock.now
@@ -20,14 +22,17 @@ extension ServerBenchmarks {
         )
         defer { scale.stop() }
         let seeding = (clock.now - start).seconds
+        // The seeding's own gathered validation times are not the first leg's.
+        await scale.server.writeBufferedActivity()
+        await small.server.writeBufferedActivity()
         let activity = LegActivity()
-        // Each leg's load, then 1.5 s more inside its measurement: its last write-behind flush
-        // (once a second) is its own, not the next leg's or nobody's.
+        // Each leg's load, then what it left buffered written inside its measurement: its writes
+        // are its own, not the next leg's or nobody's.
         func leg(_ name: String, _ server: BenchServer) -> (name: String, run: () async throws -> Wrk.Result) {
             (name, {
                 try await activity.measure(name) {
                     let result = try await server.validate(with: wrk)
-                    try await Task.sleep(for: .milliseconds(1500))
+                    await server.server.writeBufferedActivity()
                     return result
                 }
             })

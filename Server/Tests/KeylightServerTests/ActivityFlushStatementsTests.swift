@@ -52,6 +52,37 @@ import Testing
         }
     }
 
+    /// A gathered flush's times go in transactions of their own, each a chunk in id order, and
+    /// every one of them is written.
+    @Test(arguments: StorageBackend.available.filter { $0 != .sqliteFile })
+    func manyValidationTimesAreWrittenInSeveralTransactions(backend: StorageBackend) async throws {
+        try await backend.with { opened in
+            let ids = try await Self.instances(opened)
+            let now = Conformance.now
+            let log = StatementLog()
+            let times = Dictionary(uniqueKeysWithValues: ids.enumerated().map { ($1, now + Int64($0)) })
+            try await Self.counting(opened, backend, log).touchInstances(times, usage: [
+                UsageDay(tenantId: "t", productId: "p", day: now / 86_400): UsageCount(validations: times.count)
+            ], timesPerTransaction: 100)
+
+            let updates = log.statements.filter { $0.contains("last_validated_at") }
+            #expect(updates.count == 3, "\(updates.count) statements for \(times.count) instances, 100 a transaction")
+            // One transaction for everything else and the first chunk, then one per chunk.
+            let shape = log.statements.compactMap { statement -> String? in
+                if statement == "COMMIT" { return "commit" }
+                if statement.contains("last_validated_at") { return "times" }
+                if statement.contains("usage_daily") { return "usage" }
+                return nil
+            }
+            #expect(shape == ["times", "usage", "commit", "times", "commit", "times", "commit"], "\(shape)")
+            let stored = try await opened.sql.raw("SELECT id, last_validated_at FROM instances ORDER BY id").all().map {
+                (try $0.decode(column: "id", as: String.self), try $0.decode(column: "last_validated_at", as: Int64?.self))
+            }
+            #expect(stored.map(\.0) == ids)
+            #expect(stored.map(\.1) == ids.indices.map { now + Int64($0) })
+        }
+    }
+
     @Test(arguments: StorageBackend.available.filter { $0 != .sqliteFile })
     func instancesTelemetryIsWrittenAChunkOfInstancesPerStatement(backend: StorageBackend) async throws {
         try await backend.with { opened in

@@ -29,6 +29,7 @@ public struct KeylightServer: Sendable {
     let webhooks: WebhookDispatcher
     /// Buffered writes the final flush could not make (filled at shutdown).
     public let unwritten: UnwrittenData
+    let flusher: ActivityFlusher
     /// What `/readyz` answers; drained when graceful shutdown begins.
     let readiness: Readiness
     /// The admin service the routes use (tests reach the sealer through it).
@@ -40,6 +41,15 @@ public struct KeylightServer: Sendable {
     let dashboard: DashboardRoutes
     /// Artifacts, feeds and downloads (issue 51).
     var releases: ReleaseService? = nil
+}
+
+extension KeylightServer {
+    /// Writes the validation data buffered so far (validation times, usage counts, device days)
+    /// now rather than at the next flush: for tools that measure what a load cost, such as
+    /// `keylight-bench`, and tests.
+    public func writeBufferedActivity() async {
+        await flusher.writeAll(final: false)
+    }
 }
 
 /// Opens the database, applies migrations, loads or creates the signing key and admin token,
@@ -105,6 +115,7 @@ func assemble(
     let metrics = ServerMetrics()
     let activity = ActivityBuffer()
     let unwritten = UnwrittenData()
+    let flusher = ActivityFlusher(buffer: activity, database: database, schedule: configuration.validationTimes, unwritten: unwritten, logger: logger)
     let licensing = LicensingService(database: database, keyRing: keyRing, clock: clock, activity: activity, metrics: metrics, licenseLimit: configuration.limits.perLicense)
     let signer = ResponseSigner(database: database, keyRing: keyRing, sealer: sealer, clock: clock)
     try await signer.refresh()
@@ -186,7 +197,7 @@ func assemble(
             AtShutdown { resolverPool.shutdownGracefully { _ in } },
             PeriodicService.refreshing(keyRing, every: configuration.keyRefreshInterval, logger: logger),
             PeriodicService.rotating(signer, every: configuration.keyRefreshInterval, logger: logger),
-            PeriodicService.flushing(activity, to: database, every: configuration.activityFlushInterval, unwritten: unwritten, logger: logger),
+            PeriodicService.flushing(flusher, every: configuration.activityFlushInterval),
             webhooks,
             AtShutdown { await hasher.shutdown() },
             PeriodicService.sweepingSeats(of: database, every: configuration.seatSweepInterval, clock: clock, metrics: metrics, logger: logger),
@@ -216,8 +227,8 @@ func assemble(
     return KeylightServer(
         application: application,
         report: StartupReport(createdAdminToken: createdToken, appliedMigrations: applied, signingKids: keyRing.current.tenants.mapValues(\.active.kid)),
-        database: database, keyRing: keyRing, signer: signer, webhooks: webhooks, unwritten: unwritten, readiness: readiness, admin: admin,
-        adminRoutes: adminRoutes, dashboard: dashboard, releases: releases
+        database: database, keyRing: keyRing, signer: signer, webhooks: webhooks, unwritten: unwritten, flusher: flusher, readiness: readiness,
+        admin: admin, adminRoutes: adminRoutes, dashboard: dashboard, releases: releases
     )
 }
 

@@ -68,8 +68,11 @@ public struct ServerConfiguration: Sendable {
     /// How often dead floating seats are looked for (activations and validations of a license also
     /// free its dead seats at once, so this bounds only how late counts and `instance.expired` are).
     public var seatSweepInterval: Duration = .seconds(5)
-    /// How often buffered validation times are written.
+    /// How often buffered validation data (usage counts, device days, keyless check-ins and
+    /// validation times) is written.
     public var activityFlushInterval: Duration = .seconds(1)
+    /// When a flush writes the validation times: a busy server's are gathered for up to 30 s.
+    public var validationTimes = ValidationTimesSchedule()
     public var clock: any WallClock = SystemWallClock()
     /// How often the outbox is checked for due webhook deliveries.
     public var webhookPollInterval: Duration = .seconds(2)

@@ -22,8 +22,10 @@ struct UsageCount: Sendable, Equatable {
 
 /// What the SDK paths record but need not write at once: validation times ("last seen") and
 /// the per-day usage counts the dashboard charts. Validation is the hottest path; batching
-/// these into one transaction a second keeps validate a pure read. A crash can lose at most the
-/// last second of this telemetry; graceful shutdown flushes it.
+/// these into one transaction a second keeps validate a pure read. A busy server's validation
+/// times are gathered for longer (``ValidationTimesSchedule``). A crash can lose what was not
+/// written yet: the last second of this telemetry, and on a busy server up to the last 30 s of
+/// validation times; graceful shutdown flushes it all.
 ///
 /// Keyless installs (trial and free-tier check-ins, authorised by the public SDK key alone) are
 /// buffered here too: repeated check-ins of one install cost one row write per flush, and a
@@ -48,7 +50,11 @@ final class ActivityBuffer: Sendable {
     /// What is pending, and each instance's sighting as last queued: an instance that validates
     /// all day with the same app costs one `device_days` write that day, not one per flush.
     fileprivate struct State {
+        /// Everything but the validation times, which are held apart (``ValidationTimesSchedule``).
         var batch = Batch()
+        var times: [String: Int64] = [:]
+        /// The flush that first held the waiting times back (nil when none are held back).
+        var timesHeldSince: ContinuousClock.Instant?
         var recorded: Memory = [:]
     }
 
@@ -88,7 +94,7 @@ final class ActivityBuffer: Sendable {
         let day = time.flooringDivided(by: 86_400)
         let key = UsageDay(tenantId: tenantId, productId: productId, day: day)
         state.withLockedValue { state in
-            if (state.batch.times[instanceId] ?? .min) < time { state.batch.times[instanceId] = time }
+            if (state.times[instanceId] ?? .min) < time { state.times[instanceId] = time }
             state.batch.usage[key, default: UsageCount()] += UsageCount(validations: 1)
             state.sighted(instanceId, DeviceSighting(tenantId: tenantId, productId: productId, day: day, telemetry: telemetry), limit: maxRecorded)
         }
@@ -113,18 +119,38 @@ final class ActivityBuffer: Sendable {
         state.withLockedValue { state in state.sighted(instanceId, sighting, limit: maxRecorded) }
     }
 
+    /// Everything buffered, validation times included (shutdown, and writes asked for).
     func drain() -> Batch {
         state.withLockedValue { state in
             defer { state.batch = Batch() }
+            state.takeTimes()
             return state.batch
         }
     }
+
+    /// What a periodic flush at `now` writes: everything but the validation times, and those too
+    /// when `schedule` says they are due.
+    func drain(at now: ContinuousClock.Instant, times schedule: ValidationTimesSchedule) -> Batch {
+        state.withLockedValue { state in
+            defer { state.batch = Batch() }
+            let heldSince = state.timesHeldSince ?? now
+            if schedule.isDue(pending: state.times.count, waited: now - heldSince) {
+                state.takeTimes()
+            } else if !state.times.isEmpty {
+                state.timesHeldSince = heldSince
+            }
+            return state.batch
+        }
+    }
+
+    /// Validation times waiting to be written.
+    var pendingTimes: Int { state.withLockedValue { $0.times.count } }
 
     func restore(_ batch: Batch) {
         state.withLockedValue { state in
             var pending = state.batch
             defer { state.batch = pending }
-            for (id, time) in batch.times where (pending.times[id] ?? .min) < time { pending.times[id] = time }
+            for (id, time) in batch.times where (state.times[id] ?? .min) < time { state.times[id] = time }
             for (key, count) in batch.usage { pending.usage[key, default: UsageCount()] += count }
             for (id, sighting) in batch.devices where pending.devices[id] == nil { pending.devices[id] = sighting }
             for (id, telemetry) in batch.instanceTelemetry where pending.instanceTelemetry[id] == nil { pending.instanceTelemetry[id] = telemetry }
@@ -140,6 +166,13 @@ final class ActivityBuffer: Sendable {
 }
 
 extension ActivityBuffer.State {
+    /// Moves the waiting validation times into the batch.
+    mutating func takeTimes() {
+        for (id, time) in times where (batch.times[id] ?? .min) < time { batch.times[id] = time }
+        times = [:]
+        timesHeldSince = nil
+    }
+
     /// Queues the instance's sighting unless the same one (day and telemetry) was queued before.
     /// The instance's own row is written only when what it sent changed: a new instance that
     /// sends nothing (its columns are empty already) or the same values on a new day costs none.
@@ -223,32 +256,5 @@ extension Int64 {
     func flooringDivided(by divisor: Int64) -> Int64 {
         let quotient = self / divisor
         return (self % divisor != 0 && (self < 0) != (divisor < 0)) ? quotient - 1 : quotient
-    }
-}
-
-extension PeriodicService {
-    /// Writes buffered validation times, usage counts and keyless check-ins every `interval`,
-    /// and once more at shutdown; what that last write cannot store is counted in `unwritten`.
-    static func flushing(_ buffer: ActivityBuffer, to database: Database, every interval: Duration, unwritten: UnwrittenData, logger: Logger) -> PeriodicService {
-        @Sendable func flush(final: Bool) async {
-            let batch = buffer.drain()
-            guard !batch.isEmpty else { return }
-            do {
-                try await database.touchInstances(batch.times, usage: batch.usage, keyless: batch.keyless, devices: batch.devices, instanceTelemetry: batch.instanceTelemetry)
-            } catch {
-                if final {
-                    unwritten.record(batch)
-                    logger.error("could not write buffered validation data at shutdown", metadata: [
-                        "validation_times": .stringConvertible(batch.times.count), "usage_days": .stringConvertible(batch.usage.count),
-                        "keyless_check_ins": .stringConvertible(batch.keyless.count), "device_days": .stringConvertible(batch.devices.count), "error": "\(error)",
-                    ])
-                    return
-                }
-                // Keep them for the next round rather than drop them.
-                buffer.restore(batch)
-                logger.debug("could not record validation times", metadata: ["error": "\(error)"])
-            }
-        }
-        return PeriodicService(interval: interval, tick: { await flush(final: false) }, finish: { await flush(final: true) })
     }
 }

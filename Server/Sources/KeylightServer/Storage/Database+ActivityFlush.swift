@@ -2,17 +2,25 @@ import SQLKit
 
 extension Database {
     /// Records validation times and adds usage counts, many at once (the write-behind flush).
+    /// Validation times beyond the first `timesPerTransaction` (in id order) go in transactions
+    /// of their own, as many at a time: a busy server's gathered times can be hundreds of
+    /// thousands, and one transaction for all of them would hold the writer (SQLite) or their
+    /// rows (PostgreSQL) for seconds while activations wait.
     func touchInstances(
         _ times: [String: Int64], usage: [UsageDay: UsageCount] = [:], keyless: [KeylessInstall: KeylessSighting] = [:],
-        devices: [InstanceDay: DeviceSighting] = [:], instanceTelemetry: [String: Telemetry] = [:]
+        devices: [InstanceDay: DeviceSighting] = [:], instanceTelemetry: [String: Telemetry] = [:],
+        timesPerTransaction: Int = validationTimesPerTransaction
     ) async throws {
         guard !times.isEmpty || !usage.isEmpty || !keyless.isEmpty || !devices.isEmpty || !instanceTelemetry.isEmpty else { return }
         let lock = capabilities.rowLockClause
+        let ordered = times.sorted { $0.key < $1.key }
+        let step = max(timesPerTransaction, 1)
+        let first = ordered.prefix(step)
         try await write { db in
             for (install, sighting) in keyless {
                 try await Self.storeKeyless(db, install, sighting, lock: lock)
             }
-            try await Self.recordValidationTimes(db, times)
+            try await Self.recordValidationTimes(db, first)
             try await Self.recordDeviceDays(db, devices.map { (kind: DeviceKind.licensed, deviceId: $0.key.instanceId, sighting: $0.value) })
             try await Self.recordInstanceTelemetry(db, instanceTelemetry)
             for (key, count) in usage {
@@ -25,17 +33,24 @@ extension Database {
                     """).run()
             }
         }
+        for start in stride(from: step, to: ordered.count, by: step) {
+            let chunk = ordered[start..<min(start + step, ordered.count)]
+            try await write { db in try await Self.recordValidationTimes(db, chunk) }
+        }
     }
+
+    /// At 200 instances a statement, 25 statements: a few milliseconds of the writer's time.
+    static let validationTimesPerTransaction = 5_000
 
     /// Validation times in statements of up to ``validationTimesPerStatement`` instances each: one
     /// statement per instance cost each validate of a busy server several microseconds (on
     /// SQLite a trip to sqlite-nio's threads and back per statement, on PostgreSQL a round trip).
-    /// In id order, so that processes flushing overlapping instances lock them in the same order.
-    /// A time never moves an instance's back.
-    static func recordValidationTimes(_ db: any SQLDatabase, _ times: [String: Int64]) async throws {
-        let ordered = times.sorted { $0.key < $1.key }
-        for start in stride(from: 0, to: ordered.count, by: validationTimesPerStatement) {
-            let rows = ordered[start..<min(start + validationTimesPerStatement, ordered.count)]
+    /// `ordered` is in id order, so that processes flushing overlapping instances lock them in the
+    /// same order (and a gathered flush walks `instances` page after page). A time never moves an
+    /// instance's back.
+    static func recordValidationTimes(_ db: any SQLDatabase, _ ordered: ArraySlice<(key: String, value: Int64)>) async throws {
+        for start in stride(from: ordered.startIndex, to: ordered.endIndex, by: validationTimesPerStatement) {
+            let rows = ordered[start..<min(start + validationTimesPerStatement, ordered.endIndex)]
                 .map { "(\(bind: $0.key), \(bind: $0.value))" as SQLQueryString }
                 .joined(separator: ", ")
             try await db.raw("""
