@@ -12,10 +12,8 @@ struct ProcessActivity: Sendable {
 
     /// Now, or nil where `/proc` is not mounted or reads differently.
     static func now() -> ProcessActivity? {
-        guard let stat = try? String(contentsOfFile: "/proc/self/stat", encoding: .utf8), let close = stat.lastIndex(of: ")"),
-              let io = try? String(contentsOfFile: "/proc/self/io", encoding: .utf8) else { return nil }
-        // After "pid (comm)" the fields start at 3 (state); minflt is field 10.
-        let fields = stat[stat.index(after: close)...].split(separator: " ")
+        guard let fields = ProcessCPU.statFields(), let io = try? String(contentsOfFile: "/proc/self/io", encoding: .utf8) else { return nil }
+        // minflt is field 10.
         var counters: [Substring: Double] = [:]
         for line in io.split(separator: "\n") {
             let parts = line.split(separator: ":", maxSplits: 1)

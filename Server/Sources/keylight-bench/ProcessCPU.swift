@@ -7,11 +7,8 @@ import Foundation
 enum ProcessCPU {
     /// Seconds of CPU used so far, or nil where `/proc` is not mounted (not Linux).
     static func seconds() -> Double? {
-        guard let stat = try? String(contentsOfFile: "/proc/self/stat", encoding: .utf8),
-              let close = stat.lastIndex(of: ")") else { return nil }
-        // After "pid (comm)" the fields start at 3 (state); utime and stime are fields 14 and 15.
-        let fields = stat[stat.index(after: close)...].split(separator: " ")
-        guard fields.count > 12, let user = Double(fields[11]), let system = Double(fields[12]) else { return nil }
+        // utime and stime are fields 14 and 15.
+        guard let fields = statFields(), fields.count > 12, let user = Double(fields[11]), let system = Double(fields[12]) else { return nil }
         let ticks = Double(sysconf(Int32(_SC_CLK_TCK)))
         return ticks > 0 ? (user + system) / ticks : nil
     }
@@ -32,10 +29,16 @@ enum ProcessCPU {
         }
     }
 
-    private static func seconds(statPath: String, children: Bool = false) -> Double? {
+    /// The fields of a `/proc/<pid>/stat` after "pid (comm)", from field 3 (state) on: index
+    /// `n - 3` holds field `n` of proc(5). The command may hold spaces and parentheses, so the
+    /// split starts after its last ")".
+    static func statFields(_ statPath: String = "/proc/self/stat") -> [Substring]? {
         guard let stat = try? String(contentsOfFile: statPath, encoding: .utf8), let close = stat.lastIndex(of: ")") else { return nil }
-        let fields = stat[stat.index(after: close)...].split(separator: " ")
-        guard fields.count > 14, let user = Double(fields[11]), let system = Double(fields[12]),
+        return stat[stat.index(after: close)...].split(separator: " ")
+    }
+
+    private static func seconds(statPath: String, children: Bool = false) -> Double? {
+        guard let fields = statFields(statPath), fields.count > 14, let user = Double(fields[11]), let system = Double(fields[12]),
               let childUser = Double(fields[13]), let childSystem = Double(fields[14]) else { return nil }
         let ticks = Double(sysconf(Int32(_SC_CLK_TCK)))
         return ticks > 0 ? (user + system + (children ? childUser + childSystem : 0)) / ticks : nil

@@ -149,10 +149,7 @@ struct MailDeliveryTests {
         // killed the server as soon as the mint was committed). The next try is 8–12 s later.
         // The test's own connection is closed before the kill, so the crashed server's WAL is
         // left for the backup to take, as a lost machine would leave it.
-        let outbox = try await Database.sqlite(path: live, logger: Logger(label: "mail-test"))
-        let given: Bool
-        do { given = try await Self.waitForFailedTry(in: outbox, to: "queued@example.com") } catch { await outbox.close(); throw error }
-        await outbox.close()
+        let given = try await Self.withOutbox(at: live) { try await Self.waitForFailedTry(in: $0, to: "queued@example.com") }
         try #require(given, "no failed try of the mail to queued@example.com within 60 s")
         _ = kill(server.process.processIdentifier, SIGKILL)
         try #require(try await CrashTests.exits(server.process, within: .seconds(10)))
@@ -165,10 +162,7 @@ struct MailDeliveryTests {
         let restore = try await CLI.run(["restore", "--from", backup, "--db", restored, "--master-key-file", keyFile])
         #expect(restore.status == 0, "\(restore.stderr)")
         // The row as the backup kept it: pending, and not held by the killed server.
-        let restoredOutbox = try await Database.sqlite(path: restored, logger: Logger(label: "mail-test"))
-        let kept: (lockedUntil: Int64, status: String, lastError: String?)?
-        do { kept = try await Self.outboxRow(in: restoredOutbox, to: "queued@example.com") } catch { await restoredOutbox.close(); throw error }
-        await restoredOutbox.close()
+        let kept = try await Self.withOutbox(at: restored) { try await Self.outboxRow(in: $0, to: "queued@example.com") }
         #expect(kept?.status == "pending" && kept?.lockedUntil == 0, "the restored mail: \(String(describing: kept))")
         let smtp = try await SMTPServerProcess(folder: directory.appendingPathComponent("mail"))
         defer { Task { await smtp.stop() } }
@@ -230,6 +224,20 @@ struct MailDeliveryTests {
         #expect(bad.status == 64 && bad.stderr.contains("tls must be"))
         let noFrom = try await CLI.run(["serve", "--db", directory.appendingPathComponent("b.sqlite").path, "--smtp-url", "smtp://mail.example.com"])
         #expect(noFrom.status == 64 && noFrom.stderr.contains("--mail-from"))
+    }
+
+    /// Runs `body` on a connection of its own to the database at `path`, closed on every path (an
+    /// unclosed sqlite-nio handle asserts in debug builds).
+    static func withOutbox<R>(at path: String, _ body: (Database) async throws -> R) async throws -> R {
+        let database = try await Database.sqlite(path: path, logger: Logger(label: "mail-test"))
+        do {
+            let result = try await body(database)
+            await database.close()
+            return result
+        } catch {
+            await database.close()
+            throw error
+        }
     }
 
     /// The outbox row of the mail to `address`: its claim (`locked_until`, 0 when no process

@@ -10,7 +10,7 @@ import Testing
     typealias Conformance = StorageConformanceTests
 
     /// More instances than one statement takes, each activated on `opened`; their ids, sorted.
-    private static func instances(_ opened: Database) async throws -> [String] {
+    static func instances(_ opened: Database) async throws -> [String] {
         let count = Database.validationTimesPerStatement + 50
         try await Conformance.catalog(opened, limit: count)
         let (_, key) = try await Conformance.license(opened)
@@ -24,7 +24,7 @@ import Testing
         return ids
     }
 
-    private static func counting(_ opened: Database, _ backend: StorageBackend, _ log: StatementLog) -> Database {
+    static func counting(_ opened: Database, _ backend: StorageBackend, _ log: StatementLog) -> Database {
         Database(sql: CountingSQLDatabase(base: opened.sql, log: log), driver: backend == .postgres ? .postgres : .sqlite, close: {})
     }
 
@@ -49,37 +49,6 @@ import Testing
             for (index, id) in ids.enumerated() {
                 #expect(stored[id] == (index == 0 ? now + 100 : now + Int64(index % 7)), "\(id)")
             }
-        }
-    }
-
-    /// A gathered flush's times go in transactions of their own, each a chunk in id order, and
-    /// every one of them is written.
-    @Test(arguments: StorageBackend.available.filter { $0 != .sqliteFile })
-    func manyValidationTimesAreWrittenInSeveralTransactions(backend: StorageBackend) async throws {
-        try await backend.with { opened in
-            let ids = try await Self.instances(opened)
-            let now = Conformance.now
-            let log = StatementLog()
-            let times = Dictionary(uniqueKeysWithValues: ids.enumerated().map { ($1, now + Int64($0)) })
-            try await Self.counting(opened, backend, log).touchInstances(times, usage: [
-                UsageDay(tenantId: "t", productId: "p", day: now / 86_400): UsageCount(validations: times.count)
-            ], timesPerTransaction: 100)
-
-            let updates = log.statements.filter { $0.contains("last_validated_at") }
-            #expect(updates.count == 3, "\(updates.count) statements for \(times.count) instances, 100 a transaction")
-            // One transaction for everything else and the first chunk, then one per chunk.
-            let shape = log.statements.compactMap { statement -> String? in
-                if statement == "COMMIT" { return "commit" }
-                if statement.contains("last_validated_at") { return "times" }
-                if statement.contains("usage_daily") { return "usage" }
-                return nil
-            }
-            #expect(shape == ["times", "usage", "commit", "times", "commit", "times", "commit"], "\(shape)")
-            let stored = try await opened.sql.raw("SELECT id, last_validated_at FROM instances ORDER BY id").all().map {
-                (try $0.decode(column: "id", as: String.self), try $0.decode(column: "last_validated_at", as: Int64?.self))
-            }
-            #expect(stored.map(\.0) == ids)
-            #expect(stored.map(\.1) == ids.indices.map { now + Int64($0) })
         }
     }
 
@@ -115,7 +84,7 @@ import Testing
     }
 }
 
-private struct TestFailure: Error, CustomStringConvertible {
+struct TestFailure: Error, CustomStringConvertible {
     let description: String
     init(_ description: String) { self.description = description }
 }

@@ -71,7 +71,7 @@ public struct ServerConfiguration: Sendable {
     /// How often buffered validation data (usage counts, device days, keyless check-ins and
     /// validation times) is written.
     public var activityFlushInterval: Duration = .seconds(1)
-    /// When a flush writes the validation times: a busy server's are gathered for up to 30 s.
+    /// When a flush writes the validation times: a busy server's are gathered for about 30 s.
     public var validationTimes = ValidationTimesSchedule()
     public var clock: any WallClock = SystemWallClock()
     /// How often the outbox is checked for due webhook deliveries.

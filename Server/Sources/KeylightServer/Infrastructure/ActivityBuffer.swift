@@ -55,6 +55,8 @@ final class ActivityBuffer: Sendable {
         var times: [String: Int64] = [:]
         /// The flush that first held the waiting times back (nil when none are held back).
         var timesHeldSince: ContinuousClock.Instant?
+        /// Times a failed write gave back, which had waited their turn already: due at the next flush.
+        var timesOverdue = false
         var recorded: Memory = [:]
     }
 
@@ -134,7 +136,7 @@ final class ActivityBuffer: Sendable {
         state.withLockedValue { state in
             defer { state.batch = Batch() }
             let heldSince = state.timesHeldSince ?? now
-            if schedule.isDue(pending: state.times.count, waited: now - heldSince) {
+            if state.timesOverdue || schedule.isDue(pending: state.times.count, waited: now - heldSince) {
                 state.takeTimes()
             } else if !state.times.isEmpty {
                 state.timesHeldSince = heldSince
@@ -151,6 +153,7 @@ final class ActivityBuffer: Sendable {
             var pending = state.batch
             defer { state.batch = pending }
             for (id, time) in batch.times where (state.times[id] ?? .min) < time { state.times[id] = time }
+            if !batch.times.isEmpty { state.timesOverdue = true }
             for (key, count) in batch.usage { pending.usage[key, default: UsageCount()] += count }
             for (id, sighting) in batch.devices where pending.devices[id] == nil { pending.devices[id] = sighting }
             for (id, telemetry) in batch.instanceTelemetry where pending.instanceTelemetry[id] == nil { pending.instanceTelemetry[id] = telemetry }
@@ -167,10 +170,17 @@ final class ActivityBuffer: Sendable {
 
 extension ActivityBuffer.State {
     /// Moves the waiting validation times into the batch.
+    /// Moves the waiting validation times into the batch: a swap under the lock every validate
+    /// takes, not a copy of up to ``ValidationTimesSchedule/maxPending`` entries.
     mutating func takeTimes() {
-        for (id, time) in times where (batch.times[id] ?? .min) < time { batch.times[id] = time }
-        times = [:]
+        if batch.times.isEmpty {
+            swap(&batch.times, &times)
+        } else {
+            for (id, time) in times where (batch.times[id] ?? .min) < time { batch.times[id] = time }
+            times = [:]
+        }
         timesHeldSince = nil
+        timesOverdue = false
     }
 
     /// Queues the instance's sighting unless the same one (day and telemetry) was queued before.

@@ -1,26 +1,29 @@
 import SQLKit
 
 extension Database {
-    /// Records validation times and adds usage counts, many at once (the write-behind flush).
-    /// Validation times beyond the first `timesPerTransaction` (in id order) go in transactions
-    /// of their own, as many at a time: a busy server's gathered times can be hundreds of
-    /// thousands, and one transaction for all of them would hold the writer (SQLite) or their
-    /// rows (PostgreSQL) for seconds while activations wait.
+    /// Records validation times and adds usage counts, many at once, in one transaction (the
+    /// write-behind flush).
     func touchInstances(
         _ times: [String: Int64], usage: [UsageDay: UsageCount] = [:], keyless: [KeylessInstall: KeylessSighting] = [:],
-        devices: [InstanceDay: DeviceSighting] = [:], instanceTelemetry: [String: Telemetry] = [:],
-        timesPerTransaction: Int = validationTimesPerTransaction
+        devices: [InstanceDay: DeviceSighting] = [:], instanceTelemetry: [String: Telemetry] = [:]
+    ) async throws {
+        try await touchInstances(
+            ordered: times.sorted { $0.key < $1.key }[...], usage: usage, keyless: keyless, devices: devices, instanceTelemetry: instanceTelemetry
+        )
+    }
+
+    /// ``touchInstances(_:usage:keyless:devices:instanceTelemetry:)`` with the times already in id order.
+    func touchInstances(
+        ordered times: ArraySlice<(key: String, value: Int64)>, usage: [UsageDay: UsageCount] = [:], keyless: [KeylessInstall: KeylessSighting] = [:],
+        devices: [InstanceDay: DeviceSighting] = [:], instanceTelemetry: [String: Telemetry] = [:]
     ) async throws {
         guard !times.isEmpty || !usage.isEmpty || !keyless.isEmpty || !devices.isEmpty || !instanceTelemetry.isEmpty else { return }
         let lock = capabilities.rowLockClause
-        let ordered = times.sorted { $0.key < $1.key }
-        let step = max(timesPerTransaction, 1)
-        let first = ordered.prefix(step)
         try await write { db in
             for (install, sighting) in keyless {
                 try await Self.storeKeyless(db, install, sighting, lock: lock)
             }
-            try await Self.recordValidationTimes(db, first)
+            try await Self.recordValidationTimes(db, times)
             try await Self.recordDeviceDays(db, devices.map { (kind: DeviceKind.licensed, deviceId: $0.key.instanceId, sighting: $0.value) })
             try await Self.recordInstanceTelemetry(db, instanceTelemetry)
             for (key, count) in usage {
@@ -33,14 +36,7 @@ extension Database {
                     """).run()
             }
         }
-        for start in stride(from: step, to: ordered.count, by: step) {
-            let chunk = ordered[start..<min(start + step, ordered.count)]
-            try await write { db in try await Self.recordValidationTimes(db, chunk) }
-        }
     }
-
-    /// At 200 instances a statement, 25 statements: a few milliseconds of the writer's time.
-    static let validationTimesPerTransaction = 5_000
 
     /// Validation times in statements of up to ``validationTimesPerStatement`` instances each: one
     /// statement per instance cost each validate of a busy server several microseconds (on
