@@ -37,7 +37,7 @@ import Testing
     }
 
     private static func validations(_ opened: Database) async throws -> Int {
-        try await opened.sql.raw("SELECT COALESCE(SUM(validations), 0) AS n FROM usage_daily").first(decodingColumn: "n", as: Int.self) ?? -1
+        try await opened.sql.raw("SELECT CAST(COALESCE(SUM(validations), 0) AS BIGINT) AS n FROM usage_daily").first(decodingColumn: "n", as: Int.self) ?? -1
     }
 
     @Test(arguments: StorageBackend.available.filter { $0 != .sqliteFile })
