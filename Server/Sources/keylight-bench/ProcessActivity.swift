@@ -36,8 +36,12 @@ struct ProcessActivity: Sendable {
 /// Each leg's ``ProcessActivity`` per request, by leg name, as the rounds record them.
 actor LegActivity {
     private(set) var perRequest: [String: [ProcessActivity]] = [:]
+    /// CPU microseconds per answered request of the write that ends each leg, by leg name.
+    private(set) var endingWrite: [String: [Double]] = [:]
 
     func add(_ leg: String, _ activity: ProcessActivity) { perRequest[leg, default: []].append(activity) }
+
+    func addEndingWrite(_ leg: String, microsecondsPerRequest: Double) { endingWrite[leg, default: []].append(microsecondsPerRequest) }
 
     /// Runs one leg's load and records its activity per answered request.
     func measure(_ leg: String, _ run: () async throws -> Wrk.Result) async throws -> Wrk.Result {

@@ -32,7 +32,10 @@ extension ServerBenchmarks {
             (name, {
                 try await activity.measure(name) {
                     let result = try await server.validate(with: wrk)
-                    await server.server.writeBufferedActivity()
+                    let (_, cpu) = await ProcessCPU.measure { await server.server.writeBufferedActivity() }
+                    if let cpu {
+                        await activity.addEndingWrite(name, microsecondsPerRequest: cpu * 1e6 / Double(max(1, result.requests - result.non2xx)))
+                    }
                     return result
                 }
             })
@@ -46,6 +49,11 @@ extension ServerBenchmarks {
         if failures > 0 { wrk.ledger.record("scale: \(failures) errors or non-2xx answers") }
         func list(_ values: [Double]) -> String { "[" + values.map { String(format: "%.1f", $0) }.joined(separator: ",") + "]" }
         let counted = await activity.perRequest
+        let endingWrites = await activity.endingWrite
+        func endingWrite(_ leg: String) -> String {
+            guard let values = endingWrites[leg], !values.isEmpty else { return "null" }
+            return String(format: "%.1f", median(values))
+        }
         func activityMedian(_ leg: String, _ counter: KeyPath<ProcessActivity, Double>) -> String {
             guard let values = counted[leg], !values.isEmpty else { return "null" }
             return String(format: "%.2f", median(values.map { $0[keyPath: counter] }))
@@ -63,6 +71,7 @@ extension ServerBenchmarks {
             ("small_minor_faults_per_request", activityMedian("small", \.minorFaults)), ("scale_minor_faults_per_request", activityMedian("scale", \.minorFaults)),
             ("small_written_bytes_per_request", activityMedian("small", \.writtenBytes)), ("scale_written_bytes_per_request", activityMedian("scale", \.writtenBytes)),
             ("small_write_calls_per_request", activityMedian("small", \.writeCalls)), ("scale_write_calls_per_request", activityMedian("scale", \.writeCalls)),
+            ("small_ending_write_cpu_us_per_request", endingWrite("small")), ("scale_ending_write_cpu_us_per_request", endingWrite("scale")),
             ("errors", "\(runs.map(\.errors).reduce(0, +))"), ("non_2xx", "\(runs.map(\.non2xx).reduce(0, +))"),
             ("target", #""scale validate CPU <= 1.2 x small, 0 errors""#), ("meets_target", "\(ratio <= 1.2 && failures == 0)"),
         ])

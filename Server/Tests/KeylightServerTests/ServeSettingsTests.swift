@@ -55,11 +55,22 @@ import Testing
         #expect(refusal { $0.maxConnections = 2_000_000 }?.contains("--max-connections") == true)
         #expect(refusal { $0.trustedProxies = "10.0.0.0/99" }?.contains("--trusted-proxies") == true)
         #expect(refusal { $0.insightsRetentionDays = 30 }?.contains("--insights-retention-days") == true)
+        #expect(refusal { $0.lastSeenGatheringSeconds = -1 }?.contains("--last-seen-gathering") == true)
+        #expect(refusal { $0.lastSeenGatheringSeconds = 3_601 }?.contains("--last-seen-gathering") == true)
         #expect(refusal { $0.backupDirectory = "/tmp/b"; $0.backupEverySeconds = 59 }?.contains("--backup-every") == true)
         #expect(refusal({ $0.backupDirectory = "/tmp/b" }, environment: ["KEYLIGHT_DATABASE_URL": "postgres://x@y/z"])?.contains("pg_dump") == true)
         #expect(refusal { $0.smtpURL = "smtp://u:p@mail.example:587" }?.contains("--mail-from") == true)
         #expect(refusal { $0.smtpURL = "smtp://u@mail.example:587"; $0.smtpPasswordFile = "/nowhere"; $0.mailFrom = "a@b.example" }?.contains("/nowhere") == true)
         #expect(refusal { $0.backupDirectory = "/tmp/b" } == nil)
+    }
+
+    @Test func lastSeenGatheringSetsTheValidationTimesSchedule() throws {
+        #expect(try ServerConfiguration(ServeSettings(), environment: [:]).validationTimes == ValidationTimesSchedule())
+        var settings = ServeSettings()
+        settings.lastSeenGatheringSeconds = 0
+        #expect(try ServerConfiguration(settings, environment: [:]).validationTimes == .everyFlush)
+        settings.lastSeenGatheringSeconds = 45
+        #expect(try ServerConfiguration(settings, environment: [:]).validationTimes.gathering == .seconds(45))
     }
 
     @Test func mailSettingsComeFromOptionsFilesAndTheEnvironment() throws {

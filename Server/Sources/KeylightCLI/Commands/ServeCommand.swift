@@ -126,6 +126,9 @@ struct ServeCommand: AsyncParsableCommand {
     @Option(help: "Days the insights keep per-device rows (31-3650); daily totals are kept for good.")
     var insightsRetentionDays = 90
 
+    @Option(help: "Seconds a busy server (more than 256 devices validating between two writes) gathers last-seen times before writing them, so that a page of instances is written once for many devices; 0 writes them every second. They can trail a validation by this long, and a crash can lose them.")
+    var lastSeenGathering = 30
+
     @Option(help: "Folder of release files (default: keylight-artifacts beside the SQLite database); with several PostgreSQL processes, a path they all mount. Also KEYLIGHT_ARTIFACTS_DIR. Not in `keylight backup`: back it up with the database.")
     var artifactsDir: String?
 
@@ -162,6 +165,7 @@ struct ServeCommand: AsyncParsableCommand {
         settings.maxConnections = maxConnections
         settings.trustedProxies = trustedProxies
         settings.insightsRetentionDays = insightsRetentionDays
+        settings.lastSeenGatheringSeconds = lastSeenGathering
         settings.backupDirectory = backupDir
         settings.backupEverySeconds = backupEvery.seconds
         settings.backupKeep = backupKeep

@@ -31,6 +31,8 @@ public struct ServeSettings: Sendable {
     /// `--trusted-proxies`; else `KEYLIGHT_TRUSTED_PROXIES`.
     public var trustedProxies: String?
     public var insightsRetentionDays = 90
+    /// `--last-seen-gathering`: seconds a busy server gathers validation times (0: every flush).
+    public var lastSeenGatheringSeconds = 30
     public var backupDirectory: String?
     public var backupEverySeconds: Int64 = 3_600
     public var backupKeep = 48
@@ -115,6 +117,11 @@ extension ServerConfiguration {
             throw ServeSettingsError("--insights-retention-days must be 31-3650 (the longest window is 30 days)")
         }
         insightsRetentionDays = Int64(settings.insightsRetentionDays)
+        guard (0...3_600).contains(settings.lastSeenGatheringSeconds) else {
+            throw ServeSettingsError("--last-seen-gathering must be 0-3600 seconds")
+        }
+        validationTimes = settings.lastSeenGatheringSeconds == 0
+            ? .everyFlush : ValidationTimesSchedule(gathering: .seconds(settings.lastSeenGatheringSeconds))
         if let directory = settings.backupDirectory {
             guard (1...100_000).contains(settings.backupKeep), settings.backupEverySeconds >= 60 else {
                 throw ServeSettingsError("--backup-keep must be 1-100000 and --backup-every at least 1m")
