@@ -18,7 +18,12 @@ struct BenchServer: Sendable {
     /// How long importing the filler licenses took (nil when there were none).
     var importDuration: Duration?
 
-    static func start(name: String, activeLicenses: Int, totalLicenses: Int, poolSize: Int, directory: URL) async throws -> BenchServer {
+    /// `validationTimes` is `.everyFlush` unless a phase ends each leg with
+    /// ``KeylightServer/writeBufferedActivity()`` (the scale phase): gathered for 30 s, the times a
+    /// leg's validates caused would be written in some later leg, `/healthz`'s or activate's.
+    static func start(
+        name: String, activeLicenses: Int, totalLicenses: Int, poolSize: Int, directory: URL, validationTimes: ValidationTimesSchedule = .everyFlush
+    ) async throws -> BenchServer {
         var logger = Logger(label: "keylight-bench")
         logger.logLevel = .critical
         var configuration = ServerConfiguration()
@@ -27,6 +32,7 @@ struct BenchServer: Sendable {
         configuration.adminToken = "bench-token"
         configuration.limits = .unlimited
         configuration.poolSize = poolSize
+        configuration.validationTimes = validationTimes
         let (ports, portContinuation) = AsyncStream.makeStream(of: Int.self)
         let server = try await buildApplication(configuration: configuration, logger: logger) { channel in
             portContinuation.yield(channel.localAddress?.port ?? 0)

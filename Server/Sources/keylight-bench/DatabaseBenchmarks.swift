@@ -146,6 +146,8 @@ struct ServeChild: AsyncParsableCommand {
     @Option var key: String
     /// Where release files live; the releases benchmark points nginx at the same folder.
     @Option var artifactsDir: String?
+    /// As `keylight serve --last-seen-gathering` (seconds; 0 writes last-seen times every flush).
+    @Option var lastSeenGathering: Int?
 
     func run() async throws {
         var logger = Logger(label: "keylight-bench-child")
@@ -159,6 +161,9 @@ struct ServeChild: AsyncParsableCommand {
         configuration.adminToken = "bench-token"
         configuration.limits = .unlimited
         configuration.poolSize = 8
+        if let lastSeenGathering {
+            configuration.validationTimes = lastSeenGathering == 0 ? .everyFlush : ValidationTimesSchedule(gathering: .seconds(lastSeenGathering))
+        }
         let server = try await buildApplication(configuration: configuration, logger: logger) { channel in
             // Unbuffered: the parent reads this line from a pipe while the server runs.
             FileHandle.standardOutput.write(Data("listening on \(channel.localAddress?.port ?? 0)\n".utf8))

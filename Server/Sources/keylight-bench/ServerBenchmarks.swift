@@ -137,7 +137,7 @@ struct ServerBenchmarks: AsyncParsableCommand {
             try await cpuPerRequest(large, wrk: wrk, totalLicenses: largeLicenses)
         }
         if selected.contains("scale") {
-            try await validateAtScale(small, wrk: wrk, pinning: pinning, directory: directory)
+            try await validateAtScale(wrk: wrk, pinning: pinning, directory: directory)
         }
         if selected.contains("footprint") {
             try await footprint(small: small, directory: directory, wrk: wrk)

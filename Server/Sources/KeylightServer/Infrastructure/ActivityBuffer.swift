@@ -22,8 +22,8 @@ struct UsageCount: Sendable, Equatable {
 
 /// What the SDK paths record but need not write at once: validation times ("last seen") and
 /// the per-day usage counts the dashboard charts. Validation is the hottest path; batching
-/// these into one transaction a second keeps validate a pure read. A busy server's validation
-/// times are gathered for longer (``ValidationTimesSchedule``). A crash can lose what was not
+/// these into one flush a second keeps validate a pure read. A busy server's validation times
+/// are gathered for longer (``ValidationTimesSchedule``) and written 5,000 a transaction. A crash can lose what was not
 /// written yet: the last second of this telemetry, and on a busy server up to the last 30 s of
 /// validation times; graceful shutdown flushes it all.
 ///
@@ -169,7 +169,6 @@ final class ActivityBuffer: Sendable {
 }
 
 extension ActivityBuffer.State {
-    /// Moves the waiting validation times into the batch.
     /// Moves the waiting validation times into the batch: a swap under the lock every validate
     /// takes, not a copy of up to ``ValidationTimesSchedule/maxPending`` entries.
     mutating func takeTimes() {
