@@ -161,9 +161,7 @@ struct ServeChild: AsyncParsableCommand {
         configuration.adminToken = "bench-token"
         configuration.limits = .unlimited
         configuration.poolSize = 8
-        if let lastSeenGathering {
-            configuration.validationTimes = lastSeenGathering == 0 ? .everyFlush : ValidationTimesSchedule(gathering: .seconds(lastSeenGathering))
-        }
+        if let lastSeenGathering { configuration.validationTimes = .gathering(seconds: lastSeenGathering) }
         let server = try await buildApplication(configuration: configuration, logger: logger) { channel in
             // Unbuffered: the parent reads this line from a pipe while the server runs.
             FileHandle.standardOutput.write(Data("listening on \(channel.localAddress?.port ?? 0)\n".utf8))

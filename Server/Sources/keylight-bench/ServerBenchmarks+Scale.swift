@@ -4,7 +4,8 @@ import KeylightServer
 /// Issue 52's target at scale: validate with `--scale-instances` active instances costs at most
 /// 1.2× what it costs with `--licenses`.
 extension ServerBenchmarks {
-    /// A server with `--licenses` licenses and one whose `--scale-instances` licenses each have an active instance that was
+    /// A server with `--licenses` licenses and one whose `--scale-instances` licenses each have an
+    /// active instance that was
     /// activated and validated once while seeding (so the load is each device's next validate
     /// of the day, as on a server whose devices all checked in within the last day), then
     /// validate on the small server and on it in alternated rounds of one run. Both gather
@@ -12,10 +13,10 @@ extension ServerBenchmarks {
     /// most 250,000), and each leg ends by writing what its load left buffered, so every write the
     /// load caused is counted in it; legs as long as a gathering (`--seconds 30`) measure what it
     /// saves. The ending write's CPU is reported apart, and is a lower bound of the writes' share:
-    /// a leg that reaches the cap writes most of its times in a periodic flush during its load. Both servers live in this process and share
-    /// its event loops, so machine noise hits both legs alike; the ratio is of server CPU per
-    /// answered request. With 1,000,000 instances the seeding takes about 19 minutes on the
-    /// 2-core development machine.
+    /// a leg that reaches the cap writes most of its times in a periodic flush during its load.
+    /// Both servers live in this process and share its event loops, so machine noise hits both
+    /// legs alike; the ratio is of server CPU per answered request. With 1,000,000 instances the
+    /// seeding takes about 19 minutes on the 2-core development machine.
     func validateAtScale(wrk: Wrk, pinning: CPUPinning, directory: URL) async throws {
         let gathering = ValidationTimesSchedule()
         let small = try await BenchServer.start(

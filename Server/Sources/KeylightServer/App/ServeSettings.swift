@@ -120,8 +120,7 @@ extension ServerConfiguration {
         guard (0...3_600).contains(settings.lastSeenGatheringSeconds) else {
             throw ServeSettingsError("--last-seen-gathering must be 0-3600 seconds")
         }
-        validationTimes = settings.lastSeenGatheringSeconds == 0
-            ? .everyFlush : ValidationTimesSchedule(gathering: .seconds(settings.lastSeenGatheringSeconds))
+        validationTimes = .gathering(seconds: settings.lastSeenGatheringSeconds)
         if let directory = settings.backupDirectory {
             guard (1...100_000).contains(settings.backupKeep), settings.backupEverySeconds >= 60 else {
                 throw ServeSettingsError("--backup-keep must be 1-100000 and --backup-every at least 1m")

@@ -23,8 +23,8 @@ struct UsageCount: Sendable, Equatable {
 /// What the SDK paths record but need not write at once: validation times ("last seen") and
 /// the per-day usage counts the dashboard charts. Validation is the hottest path; batching
 /// these into one flush a second keeps validate a pure read. A busy server's validation times
-/// are gathered for longer (``ValidationTimesSchedule``) and written 5,000 a transaction. A crash can lose what was not
-/// written yet: the last second of this telemetry, and on a busy server up to the last 30 s of
+/// are gathered for longer (``ValidationTimesSchedule``) and written 5,000 a transaction. A
+/// crash can lose what was not written yet: the last second of this telemetry, and on a busy server up to the last 30 s of
 /// validation times; graceful shutdown flushes it all.
 ///
 /// Keyless installs (trial and free-tier check-ins, authorised by the public SDK key alone) are
@@ -170,14 +170,10 @@ final class ActivityBuffer: Sendable {
 
 extension ActivityBuffer.State {
     /// Moves the waiting validation times into the batch: a swap under the lock every validate
-    /// takes, not a copy of up to ``ValidationTimesSchedule/maxPending`` entries.
+    /// takes, not a copy of up to ``ValidationTimesSchedule/maxPending`` entries. The batch's own
+    /// times are always empty here (only this fills them, and every drain starts a new batch).
     mutating func takeTimes() {
-        if batch.times.isEmpty {
-            swap(&batch.times, &times)
-        } else {
-            for (id, time) in times where (batch.times[id] ?? .min) < time { batch.times[id] = time }
-            times = [:]
-        }
+        swap(&batch.times, &times)
         timesHeldSince = nil
         timesOverdue = false
     }

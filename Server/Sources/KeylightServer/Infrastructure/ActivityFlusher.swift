@@ -66,7 +66,7 @@ final class ActivityFlusher: Sendable {
             if committed == 0 {
                 rest = batch
             } else {
-                rest.times = Dictionary(ordered[committed...].map { ($0.key, $0.value) }, uniquingKeysWith: max)
+                rest.times = Dictionary(uniqueKeysWithValues: ordered[committed...].map { ($0.key, $0.value) })
             }
             if final {
                 unwritten.record(rest)

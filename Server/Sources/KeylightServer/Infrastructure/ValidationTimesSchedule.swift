@@ -27,6 +27,11 @@ public struct ValidationTimesSchedule: Sendable, Equatable {
     /// Every waiting time at every flush (no gathering).
     public static let everyFlush = ValidationTimesSchedule(eagerAtMost: .max, gathering: .zero, maxPending: 1)
 
+    /// As `--last-seen-gathering` says: gathered for `seconds`, or ``everyFlush`` for 0.
+    public static func gathering(seconds: Int) -> ValidationTimesSchedule {
+        seconds == 0 ? .everyFlush : ValidationTimesSchedule(gathering: .seconds(seconds))
+    }
+
     /// Whether `pending` times, held back since `waited` ago, are written now.
     func isDue(pending: Int, waited: Duration) -> Bool {
         pending > 0 && (pending <= eagerAtMost || pending >= maxPending || waited >= gathering)
