@@ -17,12 +17,19 @@ struct BenchServer: Sendable {
     let server: KeylightServer
     /// How long importing the filler licenses took (nil when there were none).
     var importDuration: Duration?
+    /// Started on what an earlier run seeded (`reuse`), not seeded now.
+    var reused = false
 
     /// `validationTimes` is `.everyFlush` unless a phase ends each leg with
     /// ``KeylightServer/writeBufferedActivity()`` (the scale phase): gathered for 30 s, the times a
     /// leg's validates caused would be written in some later leg, `/healthz`'s or activate's.
+    ///
+    /// `reuse`: a server seeded in `directory` by an earlier run (its database, master key, pairs
+    /// and SDK key files) starts on what is there, each instance validated once more instead of
+    /// being seeded again; one that is not there is seeded and left for the next run.
     static func start(
-        name: String, activeLicenses: Int, totalLicenses: Int, poolSize: Int, directory: URL, validationTimes: ValidationTimesSchedule = .everyFlush
+        name: String, activeLicenses: Int, totalLicenses: Int, poolSize: Int, directory: URL, validationTimes: ValidationTimesSchedule = .everyFlush,
+        reuse: Bool = false
     ) async throws -> BenchServer {
         var logger = Logger(label: "keylight-bench")
         logger.logLevel = .critical
@@ -49,7 +56,15 @@ struct BenchServer: Sendable {
             throw BenchError("server did not start")
         }
         let base = "http://127.0.0.1:\(port)"
-        let seeded = try await Seeder.seed(base: base, licenses: activeLicenses, database: server.database, directory: directory, name: name)
+        let seeded: Seeder.Seeded
+        var reused = false
+        if reuse, let kept = try Seeder.kept(directory: directory, name: name, licenses: activeLicenses) {
+            seeded = kept
+            reused = true
+            try await Seeder.revalidate(base: base, seeded: kept)
+        } else {
+            seeded = try await Seeder.seed(base: base, licenses: activeLicenses, database: server.database, directory: directory, name: name)
+        }
         var importDuration: Duration?
         if totalLicenses > activeLicenses {
             let clock = ContinuousClock()
@@ -57,7 +72,10 @@ struct BenchServer: Sendable {
             try await importFiller(count: totalLicenses - activeLicenses, into: server.database)
             importDuration = clock.now - start
         }
-        return BenchServer(base: base, sdkKey: seeded.sdkKey, pairsFile: seeded.pairs, task: task, database: server.database, server: server, importDuration: importDuration)
+        return BenchServer(
+            base: base, sdkKey: seeded.sdkKey, pairsFile: seeded.pairs, task: task, database: server.database, server: server,
+            importDuration: importDuration, reused: reused
+        )
     }
 
     /// The `X-Keylight-Nonce` of signed runs (base64 of 12 bytes).

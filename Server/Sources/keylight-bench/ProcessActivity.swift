@@ -3,24 +3,33 @@ import Foundation
 /// Counters of this process's work besides its CPU time, from `/proc` (Linux): minor faults
 /// (`minflt` of `/proc/self/stat`: a first touch, through one SQLite connection's `mmap`, of a
 /// page that connection had not mapped; the kernel may map several pages a fault) and what it handed to `write`/`pwrite` (`wchar` and `syscw` of
-/// `/proc/self/io`: the WAL's frames and the checkpoints' copies, besides sockets). The scale
-/// phase reports them per request, to tell the license read's page misses from the flush's writes.
+/// `/proc/self/io`: the WAL's frames and the checkpoints' copies, besides sockets), `read` calls
+/// (`syscr`: a page SQLite reads without its map, sockets too), and what had to come from the
+/// disk (`majflt`, and `read_bytes`: a page the kernel no longer held, which a host's reclaim of
+/// cold page cache causes on a machine with memory to spare). The scale phase reports them per
+/// request, to tell the license read's page misses from the flush's writes.
 struct ProcessActivity: Sendable {
     var minorFaults: Double
     var writtenBytes: Double
     var writeCalls: Double
+    var readCalls: Double = 0
+    var majorFaults: Double = 0
+    var storageReadBytes: Double = 0
 
     /// Now, or nil where `/proc` is not mounted or reads differently.
     static func now() -> ProcessActivity? {
         guard let fields = ProcessCPU.statFields(), let io = try? String(contentsOfFile: "/proc/self/io", encoding: .utf8) else { return nil }
-        // minflt is field 10.
+        // minflt is field 10 and majflt field 12 (the fields start after the command's name, field 2).
         var counters: [Substring: Double] = [:]
         for line in io.split(separator: "\n") {
             let parts = line.split(separator: ":", maxSplits: 1)
             if parts.count == 2, let value = Double(parts[1].trimmingCharacters(in: .whitespaces)) { counters[parts[0]] = value }
         }
-        guard fields.count > 7, let faults = Double(fields[7]), let written = counters["wchar"], let calls = counters["syscw"] else { return nil }
-        return ProcessActivity(minorFaults: faults, writtenBytes: written, writeCalls: calls)
+        guard fields.count > 9, let faults = Double(fields[7]), let major = Double(fields[9]), let written = counters["wchar"], let calls = counters["syscw"],
+              let reads = counters["syscr"], let fetched = counters["read_bytes"] else { return nil }
+        return ProcessActivity(
+            minorFaults: faults, writtenBytes: written, writeCalls: calls, readCalls: reads, majorFaults: major, storageReadBytes: fetched
+        )
     }
 
     /// What happened between `earlier` and `self`, divided by `requests`.
@@ -28,7 +37,8 @@ struct ProcessActivity: Sendable {
         let count = Double(max(1, requests))
         return ProcessActivity(
             minorFaults: (minorFaults - earlier.minorFaults) / count, writtenBytes: (writtenBytes - earlier.writtenBytes) / count,
-            writeCalls: (writeCalls - earlier.writeCalls) / count
+            writeCalls: (writeCalls - earlier.writeCalls) / count, readCalls: (readCalls - earlier.readCalls) / count,
+            majorFaults: (majorFaults - earlier.majorFaults) / count, storageReadBytes: (storageReadBytes - earlier.storageReadBytes) / count
         )
     }
 }

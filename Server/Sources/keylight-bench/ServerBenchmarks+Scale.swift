@@ -25,9 +25,11 @@ extension ServerBenchmarks {
         defer { small.stop() }
         let clock = ContinuousClock()
         let start = clock.now
+        let kept = scaleDirectory.map { URL(fileURLWithPath: $0, isDirectory: true) }
+        if let kept { try FileManager.default.createDirectory(at: kept, withIntermediateDirectories: true) }
         let scale = try await BenchServer.start(
-            name: "scale", activeLicenses: scaleInstances, totalLicenses: scaleInstances, poolSize: poolSize, directory: directory,
-            validationTimes: gathering
+            name: "scale", activeLicenses: scaleInstances, totalLicenses: scaleInstances, poolSize: poolSize, directory: kept ?? directory,
+            validationTimes: gathering, reuse: kept != nil
         )
         defer { scale.stop() }
         let seeding = (clock.now - start).seconds
@@ -40,6 +42,8 @@ extension ServerBenchmarks {
         func leg(_ name: String, _ server: BenchServer) -> (name: String, run: () async throws -> Wrk.Result) {
             (name, {
                 try await activity.measure(name) {
+                    // For matching a profile (`perf record -k mono`) to the legs.
+                    FileHandle.standardError.write(Data("leg \(name) starts at \(Self.monotonicSeconds()) s\n".utf8))
                     let result = try await server.validate(with: wrk)
                     let (_, cpu) = await ProcessCPU.measure { await server.server.writeBufferedActivity() }
                     if let cpu {
@@ -70,6 +74,7 @@ extension ServerBenchmarks {
         printJSONLine("server.validate_at_scale", [
             ("pinned", "\(pinning.isPinned)"), ("rounds", "\(rounds)"), ("seconds", "\(seconds)"),
             ("small_instances", "\(licenses)"), ("scale_instances", "\(scaleInstances)"), ("seeding_seconds", String(format: "%.1f", seeding)),
+            ("seeded_earlier", "\(scale.reused)"),
             ("small_cpu_us", String(format: "%.1f", smallCPU)), ("scale_cpu_us", String(format: "%.1f", scaleCPU)),
             ("cpu_ratio", String(format: "%.3f", ratio)),
             ("small_cpu_us_rounds", list(perRequest["small"] ?? [])), ("scale_cpu_us_rounds", list(perRequest["scale"] ?? [])),
@@ -80,9 +85,19 @@ extension ServerBenchmarks {
             ("small_minor_faults_per_request", activityMedian("small", \.minorFaults)), ("scale_minor_faults_per_request", activityMedian("scale", \.minorFaults)),
             ("small_written_bytes_per_request", activityMedian("small", \.writtenBytes)), ("scale_written_bytes_per_request", activityMedian("scale", \.writtenBytes)),
             ("small_write_calls_per_request", activityMedian("small", \.writeCalls)), ("scale_write_calls_per_request", activityMedian("scale", \.writeCalls)),
+            ("small_read_calls_per_request", activityMedian("small", \.readCalls)), ("scale_read_calls_per_request", activityMedian("scale", \.readCalls)),
+            ("small_major_faults_per_request", activityMedian("small", \.majorFaults)), ("scale_major_faults_per_request", activityMedian("scale", \.majorFaults)),
+            ("small_storage_read_bytes_per_request", activityMedian("small", \.storageReadBytes)),
+            ("scale_storage_read_bytes_per_request", activityMedian("scale", \.storageReadBytes)),
             ("small_ending_write_cpu_us_per_request", endingWrite("small")), ("scale_ending_write_cpu_us_per_request", endingWrite("scale")),
             ("errors", "\(runs.map(\.errors).reduce(0, +))"), ("non_2xx", "\(runs.map(\.non2xx).reduce(0, +))"),
             ("target", #""scale validate CPU <= 1.2 x small, 0 errors""#), ("meets_target", "\(ratio <= 1.2 && failures == 0)"),
         ])
+    }
+
+    private static func monotonicSeconds() -> String {
+        var now = timespec()
+        clock_gettime(CLOCK_MONOTONIC, &now)
+        return String(format: "%.3f", Double(now.tv_sec) + Double(now.tv_nsec) / 1e9)
     }
 }

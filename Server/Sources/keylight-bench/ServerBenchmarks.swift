@@ -37,6 +37,9 @@ struct ServerBenchmarks: AsyncParsableCommand {
     @Option(help: "Active instances of the scale phase's second server, each activated and validated once before the load.")
     var scaleInstances = 1_000_000
 
+    @Option(help: "A directory for the scale phase's large server, kept after the run: seeded the first time (about 19 minutes for a million), started on what is there by later runs.")
+    var scaleDirectory: String?
+
     @Option(help: "Comma-separated phases to run: healthz, validate, ratios, open-loop, floor, telemetry, signed, activate, large, cpu, cpu-large (cpu on the large database), footprint, scale (validate on --scale-instances active instances against --licenses, alternated; not run by default: a million take about 19 minutes to seed).")
     var phases = "healthz,validate,ratios,open-loop,floor,telemetry,signed,activate,large,cpu"
 

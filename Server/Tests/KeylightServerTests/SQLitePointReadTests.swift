@@ -120,6 +120,23 @@ import Testing
         }
     }
 
+    /// The readers read pages with `read()`, the pool and the hot writer through a memory map
+    /// (SQLite drops a reader's map at every commit, which cost a million devices' validates a
+    /// page fault per page touched).
+    @Test func readersReadWithoutAMemoryMap() async throws {
+        try await seeded(1) { database, path, _ in
+            let reader = try #require(SQLiteKeptConnection.openForReads(path: path))
+            defer { reader.close() }
+            #expect(reader.memoryMapLimit == 0)
+            let writer = try #require(SQLiteKeptConnection.openForWrites(path: path))
+            defer { writer.close() }
+            #expect(writer.memoryMapLimit == 1 << 30)
+            #expect(writer.read(sql: "PRAGMA mmap_size", binds: [])?.rows == [[.integer(1 << 30)]])
+            let pooled = try await database.sql.raw("PRAGMA mmap_size").first(decodingColumn: "mmap_size", as: Int.self)
+            #expect(pooled == 1 << 30)
+        }
+    }
+
     @Test func aFileThatCannotBeOpenedIsNoReader() throws {
         let directory = try temporaryDirectory()
         #expect(SQLiteKeptConnection.openForReads(path: directory.appendingPathComponent("missing/db.sqlite").path) == nil)
