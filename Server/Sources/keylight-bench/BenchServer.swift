@@ -26,7 +26,8 @@ struct BenchServer: Sendable {
     ///
     /// `reuse`: a server seeded in `directory` by an earlier run (its database, master key, pairs
     /// and SDK key files) starts on what is there, each instance validated once more instead of
-    /// being seeded again; one that is not there is seeded and left for the next run.
+    /// being seeded again; one that is not there is seeded and left for the next run, and a seeding
+    /// that did not finish is refused.
     static func start(
         name: String, activeLicenses: Int, totalLicenses: Int, poolSize: Int, directory: URL, validationTimes: ValidationTimesSchedule = .everyFlush,
         reuse: Bool = false
@@ -40,6 +41,12 @@ struct BenchServer: Sendable {
         configuration.limits = .unlimited
         configuration.poolSize = poolSize
         configuration.validationTimes = validationTimes
+        // A database without the SDK key file is a seeding that did not finish: seeding on top of
+        // it would fail later and less clearly.
+        if reuse, FileManager.default.fileExists(atPath: configuration.databasePath ?? ""),
+           try Seeder.kept(directory: directory, name: name, licenses: activeLicenses) == nil {
+            throw BenchError("\(directory.path) holds a seeding that did not finish: remove the directory and run again")
+        }
         let (ports, portContinuation) = AsyncStream.makeStream(of: Int.self)
         let server = try await buildApplication(configuration: configuration, logger: logger) { channel in
             portContinuation.yield(channel.localAddress?.port ?? 0)
