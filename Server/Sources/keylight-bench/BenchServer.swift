@@ -43,8 +43,8 @@ struct BenchServer: Sendable {
         configuration.validationTimes = validationTimes
         // A database without the SDK key file is a seeding that did not finish: seeding on top of
         // it would fail later and less clearly.
-        if reuse, FileManager.default.fileExists(atPath: configuration.databasePath ?? ""),
-           try Seeder.kept(directory: directory, name: name, licenses: activeLicenses) == nil {
+        let kept = reuse ? try Seeder.kept(directory: directory, name: name, licenses: activeLicenses) : nil
+        if reuse, kept == nil, FileManager.default.fileExists(atPath: configuration.databasePath ?? "") {
             throw BenchError("\(directory.path) holds a seeding that did not finish: remove the directory and run again")
         }
         let (ports, portContinuation) = AsyncStream.makeStream(of: Int.self)
@@ -64,10 +64,8 @@ struct BenchServer: Sendable {
         }
         let base = "http://127.0.0.1:\(port)"
         let seeded: Seeder.Seeded
-        var reused = false
-        if reuse, let kept = try Seeder.kept(directory: directory, name: name, licenses: activeLicenses) {
+        if let kept {
             seeded = kept
-            reused = true
             try await Seeder.revalidate(base: base, seeded: kept)
         } else {
             seeded = try await Seeder.seed(base: base, licenses: activeLicenses, database: server.database, directory: directory, name: name)
@@ -81,7 +79,7 @@ struct BenchServer: Sendable {
         }
         return BenchServer(
             base: base, sdkKey: seeded.sdkKey, pairsFile: seeded.pairs, task: task, database: server.database, server: server,
-            importDuration: importDuration, reused: reused
+            importDuration: importDuration, reused: kept != nil
         )
     }
 
